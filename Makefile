@@ -1,0 +1,40 @@
+# fleetgate build and test targets.
+GO        ?= go
+BIN       := bin
+PROTOC    ?= protoc
+BENCHTIME ?= 1x
+
+.PHONY: all build test test-short run bench lint proto clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## test: the whole suite with the race detector.
+test:
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+## run: a working fleet on this machine (controller with embedded NATS, an edge, demo backends).
+run: build
+	$(GO) run ./test/demo
+
+## bench: the benchmarks whose figures the issues report.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./test/...
+
+lint:
+	gofmt -l . | tee /dev/stderr | (! read)
+	$(GO) vet ./...
+
+## proto: regenerate the committed protobuf code (needs protoc: apt-get install protobuf-compiler).
+proto:
+	$(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
+	$(PROTOC) --plugin=protoc-gen-go=$(BIN)/protoc-gen-go --go_out=. \
+		--go_opt=module=github.com/fleetgate/fleetgate -I proto proto/events.proto
+
+clean:
+	rm -rf $(BIN)

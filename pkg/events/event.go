@@ -1,0 +1,214 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// SchemaVersion is the envelope version this package writes and reads.
+const SchemaVersion = 1
+
+// compressAbove is the payload size from which catalog JSON is compressed.
+const compressAbove = 1 << 10
+
+// Kind names an event kind (used in metrics and logs).
+func Kind(ev *eventspb.Event) string {
+	switch ev.GetKind().(type) {
+	case *eventspb.Event_BackendAdded:
+		return "backend_added"
+	case *eventspb.Event_BackendRemoved:
+		return "backend_removed"
+	case *eventspb.Event_HealthChanged:
+		return "health_changed"
+	case *eventspb.Event_CatalogChanged:
+		return "catalog_changed"
+	default:
+		return "unknown"
+	}
+}
+
+func envelope(at time.Time, group, backend string) *eventspb.Event {
+	return &eventspb.Event{
+		Time:          timestamppb.New(at),
+		SchemaVersion: SchemaVersion,
+		Group:         group,
+		Backend:       backend,
+	}
+}
+
+// NewBackendAdded builds a backend-added event (generation is set by the writer).
+func NewBackendAdded(at time.Time, group, backend string, cfg BackendConfig) *eventspb.Event {
+	ev := envelope(at, group, backend)
+	ev.Kind = &eventspb.Event_BackendAdded{BackendAdded: &eventspb.BackendAdded{Config: cfg.proto()}}
+	return ev
+}
+
+// NewBackendRemoved builds a backend-removed event.
+func NewBackendRemoved(at time.Time, group, backend string, cfg BackendConfig) *eventspb.Event {
+	ev := envelope(at, group, backend)
+	ev.Kind = &eventspb.Event_BackendRemoved{BackendRemoved: &eventspb.BackendRemoved{Config: cfg.proto()}}
+	return ev
+}
+
+// NewHealthChanged builds a health-changed event.
+func NewHealthChanged(at time.Time, group, backend, from, to string, advertisable bool, reason string) *eventspb.Event {
+	ev := envelope(at, group, backend)
+	ev.Kind = &eventspb.Event_HealthChanged{HealthChanged: &eventspb.HealthChanged{
+		From: from, To: to, Advertisable: advertisable, Reason: reason,
+	}}
+	return ev
+}
+
+// NewCatalogChanged builds a catalog-changed event carrying the backend's
+// full catalog. Definitions should already be canonical JSON.
+func NewCatalogChanged(at time.Time, group, backend string, c *Catalog) (*eventspb.Event, error) {
+	tools, err := marshalDefs(c.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("catalog event %s/%s: tools: %w", group, backend, err)
+	}
+	resources, err := marshalDefs(c.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("catalog event %s/%s: resources: %w", group, backend, err)
+	}
+	prompts, err := marshalDefs(c.Prompts)
+	if err != nil {
+		return nil, fmt.Errorf("catalog event %s/%s: prompts: %w", group, backend, err)
+	}
+	cc := &eventspb.CatalogChanged{Digest: c.Digest}
+	if len(tools)+len(resources)+len(prompts) > compressAbove {
+		cc.Compression = eventspb.Compression_COMPRESSION_ZSTD
+		tools, resources, prompts = compress(tools), compress(resources), compress(prompts)
+	}
+	cc.Tools, cc.Resources, cc.Prompts = tools, resources, prompts
+	for _, it := range c.InvalidTools {
+		cc.InvalidTools = append(cc.InvalidTools, &eventspb.InvalidTool{Name: it.Name, Reason: it.Reason})
+	}
+	ev := envelope(at, group, backend)
+	ev.Kind = &eventspb.Event_CatalogChanged{CatalogChanged: cc}
+	return ev, nil
+}
+
+func marshalDefs(defs []json.RawMessage) ([]byte, error) {
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, d := range defs {
+		if !json.Valid(d) {
+			return nil, fmt.Errorf("definition %d is not valid JSON", i)
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(d)
+	}
+	buf.WriteByte(']')
+	return buf.Bytes(), nil
+}
+
+// Encode marshals an event for the log.
+func Encode(ev *eventspb.Event) ([]byte, error) {
+	b, err := proto.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s/%s: %w", ev.GetGroup(), ev.GetBackend(), err)
+	}
+	return b, nil
+}
+
+// Decode unmarshals and checks an event read from the log at generation gen.
+// Errors match ErrDecode.
+func Decode(gen uint64, data []byte) (*eventspb.Event, error) {
+	ev := &eventspb.Event{}
+	if err := proto.Unmarshal(data, ev); err != nil {
+		return nil, errorf(CodeDecode, gen, err, "decode event")
+	}
+	switch {
+	case ev.SchemaVersion != SchemaVersion:
+		return nil, errorf(CodeDecode, gen, nil, "decode event: schema version %d, want %d", ev.SchemaVersion, SchemaVersion)
+	case ev.Generation != gen:
+		return nil, errorf(CodeDecode, gen, nil, "decode event: body generation %d differs from stream sequence", ev.Generation)
+	case ev.Kind == nil:
+		return nil, errorf(CodeDecode, gen, nil, "decode event: no kind")
+	}
+	return ev, nil
+}
+
+// catalogFromEvent decodes the definitions of a catalog-changed payload.
+func catalogFromEvent(gen uint64, cc *eventspb.CatalogChanged) (*Catalog, error) {
+	c := &Catalog{Digest: cc.Digest, Generation: gen}
+	var err error
+	if c.Tools, err = unmarshalDefs(cc.Tools, cc.Compression); err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	if c.Resources, err = unmarshalDefs(cc.Resources, cc.Compression); err != nil {
+		return nil, fmt.Errorf("resources: %w", err)
+	}
+	if c.Prompts, err = unmarshalDefs(cc.Prompts, cc.Compression); err != nil {
+		return nil, fmt.Errorf("prompts: %w", err)
+	}
+	for _, it := range cc.InvalidTools {
+		c.InvalidTools = append(c.InvalidTools, InvalidTool{Name: it.Name, Reason: it.Reason})
+	}
+	return c, nil
+}
+
+func unmarshalDefs(b []byte, comp eventspb.Compression) ([]json.RawMessage, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if comp == eventspb.Compression_COMPRESSION_ZSTD {
+		var err error
+		if b, err = decompress(b); err != nil {
+			return nil, err
+		}
+	}
+	var defs []json.RawMessage
+	if err := json.Unmarshal(b, &defs); err != nil {
+		return nil, err
+	}
+	return defs, nil
+}
+
+var (
+	zenc = sync.OnceValue(func() *zstd.Encoder {
+		e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		return e
+	})
+	zdec = sync.OnceValue(func() *zstd.Decoder {
+		d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
+		return d
+	})
+)
+
+func compress(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return zenc().EncodeAll(b, nil)
+}
+
+func decompress(b []byte) ([]byte, error) {
+	out, err := zdec().DecodeAll(b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %w", err)
+	}
+	return out, nil
+}
+
+func (c BackendConfig) proto() *eventspb.BackendConfig {
+	return &eventspb.BackendConfig{Url: c.URL, Transport: c.Transport}
+}
+
+func configFromProto(p *eventspb.BackendConfig) BackendConfig {
+	return BackendConfig{URL: p.GetUrl(), Transport: p.GetTransport()}
+}

@@ -1,0 +1,225 @@
+package events
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// Outbox key layout: outbox/<8-byte big-endian key> holds an OutboxEntry;
+// meta/next the next key; meta/id the outbox's random instance id, which
+// prefixes every Nats-Msg-Id it hands out.
+var (
+	outboxPrefix = []byte("outbox/")
+	outboxUpper  = []byte("outbox0") // '0' sorts right after '/'
+	metaNext     = []byte("meta/next")
+	metaID       = []byte("meta/id")
+)
+
+// OutboxOptions configure an outbox. A nil *OutboxOptions means defaults.
+type OutboxOptions struct {
+	// MaxEventBytes rejects larger encoded events at Append, so that the
+	// relay never holds an event the server will refuse. Default 7 MiB.
+	MaxEventBytes int
+}
+
+// Outbox is the writer's durable queue: an event appended to it is synced
+// to Pebble before Append returns, and stays there until the relay has
+// stored it in the event log.
+type Outbox struct {
+	db       *pebble.DB
+	id       string
+	maxBytes int
+
+	mu     sync.Mutex
+	next   uint64
+	depth  int
+	closed bool
+	wake   chan struct{}
+}
+
+type outboxEntry struct {
+	key   uint64
+	entry *eventspb.OutboxEntry
+}
+
+// OpenOutbox opens (or creates) the outbox in dir. One process per dir.
+func OpenOutbox(dir string, o *OutboxOptions) (*Outbox, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietPebble{}})
+	if err != nil {
+		return nil, fmt.Errorf("open outbox %s: %w", dir, err)
+	}
+	ob := &Outbox{db: db, maxBytes: 7 << 20, wake: make(chan struct{}, 1)}
+	if o != nil && o.MaxEventBytes > 0 {
+		ob.maxBytes = o.MaxEventBytes
+	}
+	if err := ob.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open outbox %s: %w", dir, err)
+	}
+	return ob, nil
+}
+
+func (o *Outbox) load() error {
+	id, err := o.get(metaID)
+	if errors.Is(err, pebble.ErrNotFound) {
+		id = []byte(rand.Text()[:12])
+		if err := o.db.Set(metaID, id, pebble.Sync); err != nil {
+			return fmt.Errorf("write instance id: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("read instance id: %w", err)
+	}
+	o.id = string(id)
+	next, err := o.get(metaNext)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		o.next = 1
+	case err != nil:
+		return fmt.Errorf("read next key: %w", err)
+	case len(next) != 8:
+		return fmt.Errorf("read next key: corrupt value of %d bytes", len(next))
+	default:
+		o.next = binary.BigEndian.Uint64(next)
+	}
+	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: outboxPrefix, UpperBound: outboxUpper})
+	if err != nil {
+		return fmt.Errorf("count pending: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		o.depth++
+	}
+	return it.Error()
+}
+
+func (o *Outbox) get(key []byte) ([]byte, error) {
+	v, closer, err := o.db.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+func entryKey(k uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), outboxPrefix...), k)
+}
+
+// Append durably queues events in order. When it returns nil every event
+// is synced to disk and will be published exactly once.
+func (o *Outbox) Append(evs ...*eventspb.Event) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return errorf(CodeClosed, 0, nil, "outbox append")
+	}
+	b := o.db.NewBatch()
+	defer b.Close()
+	next := o.next
+	for _, ev := range evs {
+		e := &eventspb.OutboxEntry{MsgId: fmt.Sprintf("%s-%d", o.id, next), Event: ev}
+		v, err := proto.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("outbox append %s %s/%s: %w", Kind(ev), ev.Group, ev.Backend, err)
+		}
+		if len(v) > o.maxBytes {
+			return errorf(CodeTooLarge, 0, nil, "outbox append %s %s/%s: %d bytes exceed %d", Kind(ev), ev.Group, ev.Backend, len(v), o.maxBytes)
+		}
+		if err := b.Set(entryKey(next), v, nil); err != nil {
+			return fmt.Errorf("outbox append: %w", err)
+		}
+		next++
+	}
+	if err := b.Set(metaNext, binary.BigEndian.AppendUint64(nil, next), nil); err != nil {
+		return fmt.Errorf("outbox append: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("outbox append: commit: %w", err)
+	}
+	o.next = next
+	o.depth += len(evs)
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Depth is the number of events waiting to be relayed.
+func (o *Outbox) Depth() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.depth
+}
+
+// peek returns up to n pending entries in order.
+func (o *Outbox) peek(n int) ([]outboxEntry, error) {
+	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: outboxPrefix, UpperBound: outboxUpper})
+	if err != nil {
+		return nil, fmt.Errorf("outbox peek: %w", err)
+	}
+	defer it.Close()
+	var out []outboxEntry
+	for it.First(); it.Valid() && len(out) < n; it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("outbox peek: %w", err)
+		}
+		e := &eventspb.OutboxEntry{}
+		key := binary.BigEndian.Uint64(it.Key()[len(outboxPrefix):])
+		if err := proto.Unmarshal(v, e); err != nil {
+			return nil, fmt.Errorf("outbox peek: entry %d: %w", key, err)
+		}
+		out = append(out, outboxEntry{key: key, entry: e})
+	}
+	return out, it.Error()
+}
+
+// remove deletes every entry up to and including key, synced.
+func (o *Outbox) remove(key uint64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: outboxPrefix, UpperBound: entryKey(key + 1)})
+	if err != nil {
+		return fmt.Errorf("outbox remove: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("outbox remove: %w", err)
+	}
+	if err := o.db.DeleteRange(outboxPrefix, entryKey(key+1), pebble.Sync); err != nil {
+		return fmt.Errorf("outbox remove through %d: %w", key, err)
+	}
+	o.depth -= n
+	return nil
+}
+
+// Close closes the outbox; pending entries stay on disk.
+func (o *Outbox) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	return o.db.Close()
+}
+
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)  {}
+func (quietPebble) Errorf(string, ...any) {}
+func (quietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

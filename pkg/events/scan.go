@@ -1,0 +1,124 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// scanFunc handles one stored message; returning false stops the scan.
+type scanFunc func(seq uint64, data []byte, md *jetstream.MsgMetadata) (bool, error)
+
+// scan delivers the stream's messages from generation from onwards, in
+// order, through an ordered consumer (which survives server restarts and
+// leader changes by re-creating itself at the next sequence). It returns
+// when fn stops it or returns an error, or ctx ends.
+func (l *Log) scan(ctx context.Context, from uint64, fn scanFunc) error {
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{l.opts.SubjectPrefix + ".>"},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+	})
+	if err != nil {
+		return fmt.Errorf("event log %s: subscribe from %d: %w", l.opts.Stream, from, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("event log %s: subscribe from %d: %w", l.opts.Stream, from, err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("event log %s: next message: %w", l.opts.Stream, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("event log %s: message metadata: %w", l.opts.Stream, err)
+		}
+		more, err := fn(md.Sequence.Stream, m.Data(), md)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// Load returns the fleet state at the stream head: the latest snapshot plus
+// every event after it.
+func (l *Log) Load(ctx context.Context) (*State, error) {
+	s, err := l.LoadSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		s = NewState()
+	}
+	first, last, err := l.Bounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.Generation+1 < first {
+		return nil, errorf(CodePurged, s.Generation+1, nil, "load: events %d..%d were purged and no snapshot covers them", s.Generation+1, first-1)
+	}
+	return l.foldTo(ctx, s, last, nil)
+}
+
+// Replay rebuilds the fleet state at generation gen from the log, for
+// audits. It starts from nothing, or, when retention has removed the first
+// events, from the newest kept snapshot at or below gen; it fails with
+// ErrPurged when neither covers gen. Events that cannot be decoded are
+// passed to onErr (may be nil) and skipped.
+func (l *Log) Replay(ctx context.Context, gen uint64, onErr func(error)) (*State, error) {
+	first, last, err := l.Bounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if gen > last {
+		return nil, fmt.Errorf("replay to generation %d: the log ends at %d", gen, last)
+	}
+	s := NewState()
+	if first > 1 {
+		snap, err := l.snapshotAtOrBelow(ctx, gen)
+		if err != nil {
+			return nil, fmt.Errorf("replay to generation %d: %w", gen, err)
+		}
+		if snap == nil || snap.Generation+1 < first {
+			return nil, errorf(CodePurged, gen, nil, "replay: events before %d were purged and no kept snapshot covers generation %d", first, gen)
+		}
+		s = snap
+	}
+	return l.foldTo(ctx, s, gen, onErr)
+}
+
+// foldTo applies the stream's events after s up to generation to.
+func (l *Log) foldTo(ctx context.Context, s *State, to uint64, onErr func(error)) (*State, error) {
+	if s.Generation >= to {
+		return s, nil
+	}
+	err := l.scan(ctx, s.Generation+1, func(seq uint64, data []byte, _ *jetstream.MsgMetadata) (bool, error) {
+		next, _, err := fold(s, seq, data, nil, onErr)
+		if err != nil {
+			var gap *gapError
+			if errors.As(err, &gap) {
+				return false, errorf(CodePurged, gap.from, nil, "events %d..%d were purged", gap.from, gap.to)
+			}
+			return false, err
+		}
+		s = next
+		return s.Generation < to, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fold events %d..%d: %w", s.Generation+1, to, err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return s, nil
+}

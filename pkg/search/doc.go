@@ -1,0 +1,42 @@
+// Package search is the tool-search index behind the optimizer mode's
+// find_tool meta-tool: an agent describes in words what it wants to do, and
+// the index returns the tools that best fit.
+//
+// It is a pure, in-memory BM25F index. Each tool is a [Doc] with five
+// weighted fields: the tokens of its name (weighted highest), its title, its
+// description, and the names and descriptions of the parameters found in its
+// input schema (nested objects and arrays included, to a bounded depth).
+// Documents and queries go through the same pipeline, [Tokenize]: split on
+// punctuation and on camelCase and digit boundaries, lowercase, drop stop
+// words, and [Stem]. At query time each term may be expanded with synonyms
+// ([DefaultSynonyms]) at a reduced weight, bridging everyday words ("folder",
+// "meeting") and API words ("directory", "event").
+//
+// An [Index] is immutable once [Build] returns it, so it is searched
+// concurrently without locks; a catalog change means building a new index
+// and swapping it in. The loop that drives the package in the gateway is:
+//
+//	var current atomic.Pointer[search.Index]
+//
+//	// Whenever the tool catalog changes (one goroutine):
+//	docs := make([]search.Doc, len(tools))
+//	for i, t := range tools {
+//		docs[i] = search.Doc{Name: t.Name, Title: t.Title,
+//			Description: t.Description, InputSchema: t.InputSchema}
+//	}
+//	current.Store(search.Build(docs, nil))
+//
+//	// For every find_tool call (any number of goroutines):
+//	ix := current.Load()
+//	for _, h := range ix.Search(args.Query, args.Limit) {
+//		t := tools[h.Doc] // the tools slice the index was built from
+//		result = append(result, found{t.Name, t.Description, t.InputSchema, h.Score})
+//	}
+//
+// Hit.Doc indexes the slice passed to Build, so the caller keeps that slice
+// (or the catalog snapshot it came from) together with the index, e.g. both
+// in the struct held by the atomic pointer.
+//
+// Limits: a limit <= 0 means [DefaultLimit] (8); more than [MaxLimit] (50) is
+// capped. Equal scores are ordered by name, so results are deterministic.
+package search

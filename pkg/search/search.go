@@ -1,0 +1,189 @@
+package search
+
+import (
+	"math"
+	"slices"
+)
+
+// Limits on the number of hits [Index.Search] returns.
+const (
+	DefaultLimit = 8  // used when the requested limit is <= 0
+	MaxLimit     = 50 // larger requests are capped to this
+)
+
+// Hit is one search result.
+type Hit struct {
+	Doc   int     // position of the tool in the docs passed to Build
+	Name  string  // the tool's Name
+	Score float64 // BM25F score; higher is better, always > 0
+}
+
+// Search returns the best-matching tools for a free-text query, best first,
+// at most limit of them (see [DefaultLimit] and [MaxLimit]). The query is
+// tokenised exactly like the documents ([Tokenize]); repeated query terms
+// count once. Each term's synonyms (Options.Synonyms) are added with weight
+// Options.SynonymWeight, and a query phrased as a question (what, which,
+// who, how) adds "list", "get" and "show" the same way. Only documents sharing at least one term with the query are
+// returned, so the result is empty when nothing matches. Equal scores are
+// ordered by Name, then by Doc, so results are deterministic.
+//
+// The score is BM25F: for each query term t,
+//
+//	tf~(t,d) = Σ_fields w_f · tf_f(t,d) / (1 − b + b · len_f(d)/avglen_f)
+//	score   += q(t) · idf(t) · tf~ · (k1+1) / (k1 + tf~)
+//	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//
+// where df counts documents containing t in any field and q(t) is 1 for a
+// query term and the synonym weight for an added one.
+func (ix *Index) Search(query string, limit int) []Hit {
+	switch {
+	case limit <= 0:
+		limit = DefaultLimit
+	case limit > MaxLimit:
+		limit = MaxLimit
+	}
+	if len(ix.names) == 0 {
+		return nil
+	}
+	s := ix.scratch.Get().(*scratch)
+	defer ix.scratch.Put(s)
+
+	s.tokens = appendTokens(s.tokens[:0], query)
+	s.terms = ix.opts.synonyms.expandQuery(s.terms[:0], s.tokens, isQuestion(query), ix.opts.synWeight)
+	n := float64(len(ix.names))
+	k1, b := ix.opts.k1, ix.opts.b
+	for _, qt := range s.terms {
+		e, ok := ix.terms[qt.term]
+		if !ok {
+			continue
+		}
+		df := float64(e.df)
+		idf := qt.weight * math.Log(1+(n-df+0.5)/(df+0.5))
+		for f := range numFields {
+			w := ix.opts.weight[f]
+			if w == 0 {
+				continue
+			}
+			lengths, avg := ix.length[f], ix.avgLen[f]
+			for _, p := range ix.postings[e.start[f]:e.start[f+1]] {
+				norm := 1 - b + b*float64(lengths[p.doc])/avg
+				if s.tf[p.doc] == 0 {
+					s.termDocs = append(s.termDocs, p.doc)
+				}
+				s.tf[p.doc] += w * float64(p.tf) / norm
+			}
+		}
+		for _, d := range s.termDocs {
+			x := s.tf[d]
+			s.tf[d] = 0
+			if s.score[d] == 0 {
+				s.docs = append(s.docs, d)
+			}
+			s.score[d] += idf * x * (k1 + 1) / (k1 + x)
+		}
+		s.termDocs = s.termDocs[:0]
+	}
+	return ix.topHits(s, limit)
+}
+
+// topHits selects the limit best of the scored documents in s, resets the
+// scores in s and returns the hits best first.
+func (ix *Index) topHits(s *scratch, limit int) []Hit {
+	if len(s.docs) == 0 {
+		return nil
+	}
+	h := candidateHeap{names: ix.names, c: s.heap[:0]}
+	for _, d := range s.docs {
+		c := candidate{doc: d, score: s.score[d]}
+		s.score[d] = 0
+		switch {
+		case len(h.c) < limit:
+			h.push(c)
+		case h.better(c, h.c[0]):
+			h.c[0] = c
+			h.down(0)
+		}
+	}
+	s.docs = s.docs[:0]
+	slices.SortFunc(h.c, func(a, b candidate) int {
+		if h.better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	hits := make([]Hit, len(h.c))
+	for i, c := range h.c {
+		hits[i] = Hit{Doc: int(c.doc), Name: ix.names[c.doc], Score: c.score}
+	}
+	s.heap = h.c[:0]
+	return hits
+}
+
+// scratch is the per-search working memory, pooled per Index so a search
+// allocates little more than its result.
+type scratch struct {
+	tf       []float64 // per doc: weighted tf of the current term, else 0
+	score    []float64 // per doc: accumulated score, else 0
+	termDocs []uint32  // docs with tf != 0
+	docs     []uint32  // docs with score != 0
+	tokens   []string
+	terms    []queryTerm
+	heap     []candidate
+}
+
+func newScratch(n int) *scratch {
+	return &scratch{tf: make([]float64, n), score: make([]float64, n)}
+}
+
+type candidate struct {
+	doc   uint32
+	score float64
+}
+
+// candidateHeap is a min-heap on quality: the root is the worst kept hit.
+type candidateHeap struct {
+	names []string
+	c     []candidate
+}
+
+// better reports whether a ranks before b: higher score, then smaller name,
+// then smaller doc position.
+func (h *candidateHeap) better(a, b candidate) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if na, nb := h.names[a.doc], h.names[b.doc]; na != nb {
+		return na < nb
+	}
+	return a.doc < b.doc
+}
+
+func (h *candidateHeap) push(c candidate) {
+	h.c = append(h.c, c)
+	i := len(h.c) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.better(h.c[parent], h.c[i]) {
+			break
+		}
+		h.c[parent], h.c[i] = h.c[i], h.c[parent]
+		i = parent
+	}
+}
+
+func (h *candidateHeap) down(i int) {
+	n := len(h.c)
+	for {
+		worst := i
+		for _, child := range [2]int{2*i + 1, 2*i + 2} {
+			if child < n && h.better(h.c[worst], h.c[child]) {
+				worst = child
+			}
+		}
+		if worst == i {
+			return
+		}
+		h.c[i], h.c[worst] = h.c[worst], h.c[i]
+		i = worst
+	}
+}

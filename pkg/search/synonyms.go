@@ -1,0 +1,143 @@
+package search
+
+// DefaultSynonyms are the equivalence groups used for query expansion when
+// Options.Synonyms is nil. Agents describe what they want in everyday words
+// ("find", "folder", "meeting") while tool vendors use API words ("search",
+// "directory", "event"); a purely lexical index misses those pairs. The
+// groups are deliberately generic: verbs of create/read/update/delete/list
+// style APIs, and a few nouns that name the same thing across SaaS, ops and
+// developer tools. They are not tuned to any one catalog.
+var DefaultSynonyms = [][]string{
+	{"search", "find", "look"},
+	{"get", "fetch", "retrieve", "download"},
+	{"list", "show", "display", "enumerate"},
+	{"create", "add", "new", "make"},
+	{"update", "edit", "modify", "change"},
+	{"delete", "remove", "erase", "destroy", "trash"},
+	{"send", "post"},
+	{"upload", "put", "store"},
+	{"save", "write", "store"},
+	{"run", "execute", "launch"},
+	{"fix", "resolve", "solve"},
+	{"mute", "silence", "snooze"},
+	{"folder", "directory"},
+	{"repo", "repository"},
+	{"meeting", "event", "appointment"},
+	{"alert", "alarm", "monitor"},
+	{"error", "exception"},
+	{"outage", "incident"},
+	{"bill", "invoice"},
+	{"phone", "call", "dial"},
+	{"sms", "text"},
+	{"email", "mail"},
+	{"link", "url"},
+}
+
+// questionWords mark a query phrased as a question ("which pods are
+// crashing", "what meetings do I have"). A question asks to read state, so
+// expansion adds questionTerms for it. They are matched on the raw,
+// lower-cased words, before stop-word removal drops them.
+var (
+	questionWords = []string{"what", "which", "who", "how", "whats", "whos"}
+	questionTerms = []string{"list", "get", "show"}
+)
+
+// isQuestion reports whether query contains one of questionWords.
+func isQuestion(query string) bool {
+	start := -1
+	for i := 0; i <= len(query); i++ {
+		letter := i < len(query) && ('a' <= query[i]|0x20 && query[i]|0x20 <= 'z')
+		switch {
+		case letter && start < 0:
+			start = i
+		case !letter && start >= 0:
+			w := lowerASCIIFast(query[start:i])
+			start = -1
+			if containsString(questionWords, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// synonymTable maps a term to the other terms of every group it is in.
+type synonymTable map[string][]string
+
+// buildSynonyms normalises groups with the index pipeline, so "Directory"
+// and "directories" in a group both mean the term "directory".
+func buildSynonyms(groups [][]string) synonymTable {
+	table := synonymTable{}
+	for _, g := range groups {
+		var terms []string
+		for _, w := range g {
+			for _, t := range Tokenize(w) {
+				if !containsString(terms, t) {
+					terms = append(terms, t)
+				}
+			}
+		}
+		for _, t := range terms {
+			for _, u := range terms {
+				if u != t && !containsString(table[t], u) {
+					table[t] = append(table[t], u)
+				}
+			}
+		}
+	}
+	return table
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// queryTerm is a term of an expanded query and how much it counts.
+type queryTerm struct {
+	term   string
+	weight float64
+}
+
+// expandQuery turns the query's tokens into weighted terms: every distinct
+// token with weight 1, then each synonym of a token not already present with
+// weight w (w == 0 disables expansion). The order is deterministic: tokens in
+// query order, then synonyms in table order.
+func (t synonymTable) expandQuery(dst []queryTerm, tokens []string, question bool, w float64) []queryTerm {
+	find := func(term string) int {
+		for i, q := range dst {
+			if q.term == term {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, tok := range tokens {
+		if i := find(tok); i < 0 {
+			dst = append(dst, queryTerm{term: tok, weight: 1})
+		}
+	}
+	if w == 0 {
+		return dst
+	}
+	n := len(dst)
+	for i := 0; i < n; i++ {
+		for _, syn := range t[dst[i].term] {
+			if find(syn) < 0 {
+				dst = append(dst, queryTerm{term: syn, weight: w})
+			}
+		}
+	}
+	if question {
+		for _, q := range questionTerms {
+			if find(q) < 0 {
+				dst = append(dst, queryTerm{term: q, weight: w})
+			}
+		}
+	}
+	return dst
+}
