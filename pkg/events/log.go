@@ -109,6 +109,32 @@ func OpenLog(ctx context.Context, js jetstream.JetStream, o *LogOptions) (*Log, 
 	return &Log{js: js, stream: st, snapshots: kv, opts: opts}, nil
 }
 
+// AttachLog opens an existing event log without creating or changing it:
+// readers (edges, audits) use it so that their options never alter the
+// writer's stream. It waits, retrying, until ctx ends for the stream and
+// the snapshot bucket to exist.
+func AttachLog(ctx context.Context, js jetstream.JetStream, o *LogOptions) (*Log, error) {
+	opts := o.withDefaults()
+	for {
+		st, err := js.Stream(ctx, opts.Stream)
+		if err == nil {
+			kv, kerr := js.KeyValue(ctx, opts.SnapshotBucket)
+			if kerr == nil {
+				return &Log{js: js, stream: st, snapshots: kv, opts: opts}, nil
+			}
+			err = kerr
+		}
+		if !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) && !retryable(err) {
+			return nil, fmt.Errorf("attach event log %s: %w", opts.Stream, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("attach event log %s: %w (last error: %v)", opts.Stream, ctx.Err(), err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // retryCreate retries an idempotent create call with short timeouts: a
 // freshly formed cluster may not answer the first requests.
 func retryCreate[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {

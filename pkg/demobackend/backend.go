@@ -1,0 +1,242 @@
+// Package demobackend is a small MCP server used by the demo fleet and by
+// tests: real go-sdk server over streamable HTTP or SSE on a real listener,
+// with knobs to change its tools, hang its responses, demand a token, and be
+// killed and restarted on the same address.
+//
+//	b := demobackend.New("alpha", nil)
+//	if err := b.Start("127.0.0.1:0"); err != nil { ... }
+//	defer b.Stop()
+//	url := b.URL() // http://127.0.0.1:PORT/mcp
+package demobackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a Backend. A nil *Options means defaults.
+type Options struct {
+	// SSE serves the legacy SSE transport instead of streamable HTTP.
+	SSE bool
+	// PageSize of list results; default 1000 (the SDK's).
+	PageSize int
+	// ExtraTools adds this many generated tools (tool_0000 ...).
+	ExtraTools int
+}
+
+// Backend is a demo MCP server.
+type Backend struct {
+	name string
+	opts Options
+	srv  *mcp.Server
+
+	hang  atomic.Bool
+	token atomic.Value // string
+	calls atomic.Int64
+
+	mu    sync.Mutex
+	addr  string
+	http  *http.Server
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	hung  chan struct{} // closed to release hung requests
+}
+
+// New returns a backend with an `echo` and an `add` tool.
+func New(name string, o *Options) *Backend {
+	b := &Backend{name: name, conns: map[net.Conn]struct{}{}, hung: make(chan struct{})}
+	if o != nil {
+		b.opts = *o
+	}
+	b.token.Store("")
+	b.srv = mcp.NewServer(&mcp.Implementation{Name: "demo-" + name, Version: "1.0.0"}, &mcp.ServerOptions{
+		PageSize: b.opts.PageSize,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+	})
+	b.srv.AddReceivingMiddleware(b.hangMiddleware)
+	b.AddTool(&mcp.Tool{Name: "echo", Description: "Echo the given text back, prefixed with the backend name.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"text to echo"}},"required":["text"]}`)})
+	b.AddTool(&mcp.Tool{Name: "add", Description: "Add two numbers.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)})
+	for i := range b.opts.ExtraTools {
+		b.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%04d", i), Description: fmt.Sprintf("Generated tool number %d of %s.", i, name),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)})
+	}
+	b.srv.AddResource(&mcp.Resource{URI: "demo://" + name + "/readme", Name: "readme", MIMEType: "text/plain"},
+		func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "demo backend " + name}}}, nil
+		})
+	b.srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone."},
+		func(ctx context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from " + name}}}}, nil
+		})
+	return b
+}
+
+// Name is the backend's name.
+func (b *Backend) Name() string { return b.name }
+
+// Server exposes the MCP server (to add or remove tools).
+func (b *Backend) Server() *mcp.Server { return b.srv }
+
+// Calls counts tool calls served.
+func (b *Backend) Calls() int64 { return b.calls.Load() }
+
+// AddTool adds (or replaces) a tool whose handler echoes its arguments;
+// connected clients get notifications/tools/list_changed.
+func (b *Backend) AddTool(t *mcp.Tool) {
+	name := t.Name
+	b.srv.AddTool(t, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b.calls.Add(1)
+		var args map[string]any
+		_ = json.Unmarshal(r.Params.Arguments, &args)
+		text := fmt.Sprintf("%s/%s", b.name, name)
+		switch name {
+		case "echo":
+			text = fmt.Sprintf("%s: %v", b.name, args["text"])
+		case "add":
+			a, _ := args["a"].(float64)
+			c, _ := args["b"].(float64)
+			text = fmt.Sprint(a + c)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	})
+}
+
+// RemoveTools removes tools by name.
+func (b *Backend) RemoveTools(names ...string) { b.srv.RemoveTools(names...) }
+
+// SetHang makes every request (pings included) block until SetHang(false)
+// or Stop: a hung backend whose TCP connections stay open.
+func (b *Backend) SetHang(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.hang.Swap(on) && !on {
+		close(b.hung)
+		b.hung = make(chan struct{})
+	}
+}
+
+// RequireToken makes the backend answer 401 unless the request carries
+// "Authorization: Bearer <token>"; "" turns it off.
+func (b *Backend) RequireToken(token string) { b.token.Store(token) }
+
+func (b *Backend) hangMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if b.hang.Load() {
+			b.mu.Lock()
+			ch := b.hung
+			b.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (b *Backend) handler() http.Handler {
+	var h http.Handler
+	if b.opts.SSE {
+		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return b.srv }, nil)
+	} else {
+		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv }, nil)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tok := b.token.Load().(string); tok != "" && r.Header.Get("Authorization") != "Bearer "+tok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	return mux
+}
+
+// Start listens on addr ("127.0.0.1:0" picks a port) and serves.
+func (b *Backend) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("demo backend %s: listen %s: %w", b.name, addr, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ln = ln
+	b.addr = ln.Addr().String()
+	b.http = &http.Server{Handler: b.handler(), ReadHeaderTimeout: 5 * time.Second,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			switch s {
+			case http.StateNew:
+				b.conns[c] = struct{}{}
+			case http.StateClosed, http.StateHijacked:
+				delete(b.conns, c)
+			}
+		}}
+	go func(srv *http.Server) { _ = srv.Serve(ln) }(b.http)
+	return nil
+}
+
+// URL is the backend's MCP endpoint (SSE backends serve it too).
+func (b *Backend) URL() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return "http://" + b.addr + "/mcp"
+}
+
+// Stop kills the backend: the listener and every open connection are
+// closed at once, as when the process dies.
+func (b *Backend) Stop() {
+	b.mu.Lock()
+	srv := b.http
+	b.http = nil
+	b.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+}
+
+// Restart starts the backend again on the address it had.
+func (b *Backend) Restart() error {
+	b.Stop()
+	b.mu.Lock()
+	addr := b.addr
+	b.mu.Unlock()
+	var err error
+	for range 50 { // the port may linger briefly after close
+		if err = b.Start(addr); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+// ErrNotStarted is returned by Addr before Start.
+var ErrNotStarted = errors.New("demo backend not started")
+
+// Addr returns the listen address.
+func (b *Backend) Addr() (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.addr == "" {
+		return "", ErrNotStarted
+	}
+	return b.addr, nil
+}
