@@ -71,7 +71,7 @@ func threeNodes(t *testing.T) *fleet {
 
 const testStream = "FLEETGATE_EVENTS"
 
-func (f *fleet) connect(t *testing.T) jetstream.JetStream {
+func (f *fleet) connect(t testing.TB) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(f.url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
 		nats.RetryOnFailedConnect(true))

@@ -14,13 +14,15 @@ import (
 )
 
 // Outbox key layout: outbox/<8-byte big-endian key> holds an OutboxEntry;
-// meta/next the next key; meta/id the outbox's random instance id, which
+// meta/next the next key; meta/lastgen the generation of the last event
+// this outbox saw stored; meta/id the outbox's random instance id, which
 // prefixes every Nats-Msg-Id it hands out.
 var (
 	outboxPrefix = []byte("outbox/")
 	outboxUpper  = []byte("outbox0") // '0' sorts right after '/'
 	metaNext     = []byte("meta/next")
 	metaID       = []byte("meta/id")
+	metaLastGen  = []byte("meta/lastgen")
 )
 
 // OutboxOptions configure an outbox. A nil *OutboxOptions means defaults.
@@ -38,9 +40,10 @@ type Outbox struct {
 	id       string
 	maxBytes int
 
-	mu     sync.Mutex
-	next   uint64
-	depth  int
+	mu      sync.Mutex
+	next    uint64
+	lastGen uint64
+	depth   int
 	closed bool
 	wake   chan struct{}
 }
@@ -88,6 +91,16 @@ func (o *Outbox) load() error {
 		return fmt.Errorf("read next key: corrupt value of %d bytes", len(next))
 	default:
 		o.next = binary.BigEndian.Uint64(next)
+	}
+	lg, err := o.get(metaLastGen)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("read last generation: %w", err)
+	case len(lg) != 8:
+		return fmt.Errorf("read last generation: corrupt value of %d bytes", len(lg))
+	default:
+		o.lastGen = binary.BigEndian.Uint64(lg)
 	}
 	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: outboxPrefix, UpperBound: outboxUpper})
 	if err != nil {
@@ -183,8 +196,17 @@ func (o *Outbox) peek(n int) ([]outboxEntry, error) {
 	return out, it.Error()
 }
 
-// remove deletes every entry up to and including key, synced.
-func (o *Outbox) remove(key uint64) error {
+// LastGeneration is the generation of the last event this outbox saw
+// stored in the log (0 if none).
+func (o *Outbox) LastGeneration() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastGen
+}
+
+// remove deletes every entry up to and including key and records gen as
+// the last stored generation, in one synced batch.
+func (o *Outbox) remove(key, gen uint64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
@@ -198,10 +220,19 @@ func (o *Outbox) remove(key uint64) error {
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("outbox remove: %w", err)
 	}
-	if err := o.db.DeleteRange(outboxPrefix, entryKey(key+1), pebble.Sync); err != nil {
+	b := o.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(outboxPrefix, entryKey(key+1), nil); err != nil {
 		return fmt.Errorf("outbox remove through %d: %w", key, err)
 	}
+	if err := b.Set(metaLastGen, binary.BigEndian.AppendUint64(nil, gen), nil); err != nil {
+		return fmt.Errorf("outbox remove through %d: %w", key, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("outbox remove through %d: commit: %w", key, err)
+	}
 	o.depth -= n
+	o.lastGen = gen
 	return nil
 }
 

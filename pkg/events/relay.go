@@ -110,7 +110,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		for i, e := range entries {
 			if err := r.publish(ctx, e); err != nil {
 				if i > 0 {
-					if rerr := r.outbox.remove(entries[i-1].key); rerr != nil {
+					if rerr := r.outbox.remove(entries[i-1].key, r.state.Generation); rerr != nil {
 						return errors.Join(err, rerr)
 					}
 				}
@@ -120,17 +120,21 @@ func (r *Relay) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := r.outbox.remove(entries[len(entries)-1].key); err != nil {
+		if err := r.outbox.remove(entries[len(entries)-1].key, r.state.Generation); err != nil {
 			return fmt.Errorf("relay: %w", err)
 		}
 		r.maybeSnapshot(ctx, false)
 	}
 }
 
-// start loads the published state and settles the outbox head: after a
-// crash between a publish and the removal of its entry, the stream's last
-// message is one of the pending entries, and that entry and all before it
-// are already stored.
+// start loads the published state and settles the outbox head:
+//   - after a crash between a publish and the removal of its entry, the
+//     stream's last message is one of the pending entries: that entry and
+//     all before it are already stored and are removed;
+//   - when the stream moved past the last generation this outbox stored
+//     (another controller led meanwhile), the pending entries describe an
+//     old term's observations: they are dropped, not published over the
+//     new leader's events. The controller reconciles from current state.
 func (r *Relay) start(ctx context.Context) error {
 	if err := r.retry(ctx, "resync writer", func(ctx context.Context) error { return r.writer.Resync(ctx) }); err != nil {
 		return err
@@ -146,20 +150,8 @@ func (r *Relay) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if last != nil {
-		pending, err := r.outbox.peek(r.outbox.Depth() + 1)
-		if err != nil {
-			return fmt.Errorf("relay: start: %w", err)
-		}
-		for _, e := range pending {
-			if e.entry.MsgId == last.msgID {
-				r.zl.Info().Uint64("generation", last.seq).Uint64("through_key", e.key).Msg("outbox entries already stored before restart")
-				if err := r.outbox.remove(e.key); err != nil {
-					return fmt.Errorf("relay: start: %w", err)
-				}
-				break
-			}
-		}
+	if err := r.settle(last); err != nil {
+		return fmt.Errorf("relay: start: %w", err)
 	}
 	return r.retry(ctx, "load state", func(ctx context.Context) error {
 		s, err := r.log.Load(ctx)
@@ -170,6 +162,28 @@ func (r *Relay) start(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+func (r *Relay) settle(last *rawLast) error {
+	if last == nil || r.outbox.Depth() == 0 {
+		return nil
+	}
+	pending, err := r.outbox.peek(r.outbox.Depth() + 1)
+	if err != nil {
+		return err
+	}
+	for _, e := range pending {
+		if e.entry.MsgId == last.msgID {
+			r.zl.Info().Uint64("generation", last.seq).Uint64("through_key", e.key).Msg("outbox entries already stored before restart")
+			return r.outbox.remove(e.key, last.seq)
+		}
+	}
+	if stored := r.outbox.LastGeneration(); last.seq != stored {
+		r.zl.Warn().Uint64("outbox_generation", stored).Uint64("stream_generation", last.seq).
+			Int("dropped", len(pending)).Msg("another writer published since this outbox last did; dropping its stale entries")
+		return r.outbox.remove(pending[len(pending)-1].key, last.seq)
+	}
+	return nil
 }
 
 // State returns the folded state of everything published so far (nil
