@@ -44,8 +44,8 @@ type Outbox struct {
 	next    uint64
 	lastGen uint64
 	depth   int
-	closed bool
-	wake   chan struct{}
+	closed  bool
+	wake    chan struct{}
 }
 
 type outboxEntry struct {
