@@ -181,3 +181,26 @@ func TestAttachLogWaitsForTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestEventsJSON(t *testing.T) {
+	f, _ := singleNode(t)
+	ctx := testContext(t)
+	l := f.openLog(t, ctx)
+	publishN(t, ctx, l, 6, "a")
+	got, err := l.Events(ctx, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Generation != 2 || got[2].Generation != 4 {
+		t.Fatalf("events(2, 3) = %+v", got)
+	}
+	if got[0].Kind != "backend_added" || got[0].Config == nil || got[2].Kind != "health_changed" || got[2].Health == nil {
+		t.Fatalf("kinds/payloads: %+v", got)
+	}
+	if all, _ := l.Events(ctx, 5, 100); len(all) != 2 {
+		t.Fatalf("events(5, 100) returned %d, want 2", len(all))
+	}
+	if none, _ := l.Events(ctx, 7, 10); len(none) != 0 {
+		t.Fatalf("events past the head: %+v", none)
+	}
+}

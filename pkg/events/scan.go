@@ -122,3 +122,36 @@ func (l *Log) foldTo(ctx context.Context, s *State, to uint64, onErr func(error)
 	}
 	return s, nil
 }
+
+// Events returns up to limit events from generation from, in order, as
+// JSON views. Undecodable events are included with their error. Asking
+// for generations retention removed fails with ErrPurged.
+func (l *Log) Events(ctx context.Context, from uint64, limit int) ([]EventJSON, error) {
+	first, last, err := l.Bounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if from == 0 {
+		from = 1
+	}
+	if from < first {
+		return nil, errorf(CodePurged, from, nil, "events from %d: the log starts at %d", from, first)
+	}
+	var out []EventJSON
+	if from > last || limit <= 0 {
+		return out, nil
+	}
+	err = l.scan(ctx, from, func(seq uint64, data []byte, _ *jetstream.MsgMetadata) (bool, error) {
+		ev, derr := Decode(seq, data)
+		if derr != nil {
+			out = append(out, EventJSON{Generation: seq, Error: derr.Error()})
+		} else {
+			out = append(out, ToJSON(ev))
+		}
+		return len(out) < limit && seq < last, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,74 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// EventJSON is the JSON form of an event for admin APIs and audit exports.
+// A catalog event carries its tool names, digest and invalid tools; the
+// full definitions stay in the log.
+type EventJSON struct {
+	Generation    uint64            `json:"generation"`
+	Time          time.Time         `json:"time"`
+	ControllerID  string            `json:"controller_id"`
+	SchemaVersion uint32            `json:"schema_version"`
+	Group         string            `json:"group"`
+	Backend       string            `json:"backend"`
+	Kind          string            `json:"kind"`
+	Config        *BackendConfig    `json:"config,omitempty"`
+	Health        *HealthChangeJSON `json:"health,omitempty"`
+	Catalog       *CatalogJSON      `json:"catalog,omitempty"`
+	// Error is set for an event that could not be decoded.
+	Error string `json:"error,omitempty"`
+}
+
+// HealthChangeJSON is the payload of a health_changed event.
+type HealthChangeJSON struct {
+	From         string `json:"from"`
+	To           string `json:"to"`
+	Advertisable bool   `json:"advertisable"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// CatalogJSON summarises a catalog_changed event.
+type CatalogJSON struct {
+	Digest       string        `json:"digest"`
+	Tools        []string      `json:"tools"`
+	Resources    int           `json:"resources"`
+	Prompts      int           `json:"prompts"`
+	InvalidTools []InvalidTool `json:"invalid_tools,omitempty"`
+}
+
+// ToJSON converts a decoded event.
+func ToJSON(ev *eventspb.Event) EventJSON {
+	out := EventJSON{
+		Generation: ev.GetGeneration(), Time: ev.GetTime().AsTime().UTC(), ControllerID: ev.GetControllerId(),
+		SchemaVersion: ev.GetSchemaVersion(), Group: ev.GetGroup(), Backend: ev.GetBackend(), Kind: Kind(ev),
+	}
+	switch k := ev.Kind.(type) {
+	case *eventspb.Event_BackendAdded:
+		c := configFromProto(k.BackendAdded.GetConfig())
+		out.Config = &c
+	case *eventspb.Event_BackendRemoved:
+		c := configFromProto(k.BackendRemoved.GetConfig())
+		out.Config = &c
+	case *eventspb.Event_HealthChanged:
+		h := k.HealthChanged
+		out.Health = &HealthChangeJSON{From: h.GetFrom(), To: h.GetTo(), Advertisable: h.GetAdvertisable(), Reason: h.GetReason()}
+	case *eventspb.Event_CatalogChanged:
+		c, err := catalogFromEvent(ev.GetGeneration(), k.CatalogChanged)
+		if err != nil {
+			out.Error = err.Error()
+			break
+		}
+		out.Catalog = &CatalogJSON{Digest: c.Digest, Tools: c.ToolNames(), Resources: len(c.Resources),
+			Prompts: len(c.Prompts), InvalidTools: c.InvalidTools}
+	}
+	return out
+}
+
+// MarshalEvent writes an event in its JSON form.
+func MarshalEvent(ev *eventspb.Event) ([]byte, error) { return json.Marshal(ToJSON(ev)) }
