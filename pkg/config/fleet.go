@@ -1,0 +1,156 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fleetgate/fleetgate/pkg/health"
+)
+
+// Fleet is a validated fleet configuration with every default applied.
+type Fleet struct {
+	// Groups in configuration order; names are unique.
+	Groups []Group
+	// Health is the resolved health policy (no zero fields).
+	Health health.Policy
+	// Aggregation controls how exposed names are built.
+	Aggregation Aggregation
+}
+
+// Group is a named set of backends served together by the edges of that
+// group.
+type Group struct {
+	Name string
+	// Backends in configuration order; names are unique in the whole fleet.
+	Backends []Backend
+	// PinnedTools are exposed tool names an optimizer-mode edge always
+	// lists (extension; empty by default).
+	PinnedTools []string
+}
+
+// Backend is one MCP server behind the gateway.
+type Backend struct {
+	Name string
+	// URL is the backend's MCP endpoint, an absolute http(s) URL.
+	URL string
+	// Transport is TransportStreamableHTTP or TransportSSE.
+	Transport string
+}
+
+// Aggregation is the aggregation section of the config.
+type Aggregation struct {
+	// Separator joins backend and tool: <backend><Separator><tool>.
+	Separator string
+}
+
+// Group returns the named group.
+func (f *Fleet) Group(name string) (Group, bool) {
+	if i := f.groupIndex(name); i >= 0 {
+		return f.Groups[i], true
+	}
+	return Group{}, false
+}
+
+// Backend returns the named backend of the named group.
+func (f *Fleet) Backend(group, name string) (Backend, bool) {
+	gi := f.groupIndex(group)
+	if gi < 0 {
+		return Backend{}, false
+	}
+	if bi := f.Groups[gi].backendIndex(name); bi >= 0 {
+		return f.Groups[gi].Backends[bi], true
+	}
+	return Backend{}, false
+}
+
+// Clone returns a deep copy of the fleet; changing one does not change the
+// other. Clone of a nil *Fleet is nil.
+func (f *Fleet) Clone() *Fleet {
+	if f == nil {
+		return nil
+	}
+	out := *f
+	out.Groups = make([]Group, len(f.Groups))
+	for i, g := range f.Groups {
+		g.Backends = slices.Clone(g.Backends)
+		g.PinnedTools = slices.Clone(g.PinnedTools)
+		out.Groups[i] = g
+	}
+	return &out
+}
+
+// Put adds backend b to the group, or replaces the backend of that name in
+// the group, after checking it by the rules of the config file (the
+// transport defaults to streamable-http). A group that does not exist is
+// created at the end. A backend name already used in another group is
+// refused: names are unique in the fleet. Errors are *FieldError naming the
+// admin API field: "group", "name", "url" or "transport".
+//
+// Put changes f in place; a caller that needs the previous fleet (to Diff)
+// clones it first.
+func (f *Fleet) Put(group string, b Backend) error {
+	if msg := checkName("group", group); msg != "" {
+		return putError(group, b.Name, "group", msg)
+	}
+	if msg := checkName("backend", b.Name); msg != "" {
+		return putError(group, b.Name, "name", msg)
+	}
+	if msg := checkURL(b.URL); msg != "" {
+		return putError(group, b.Name, "url", msg)
+	}
+	t, msg := resolveTransport(b.Transport)
+	if msg != "" {
+		return putError(group, b.Name, "transport", msg)
+	}
+	b.Transport = t
+	for _, g := range f.Groups {
+		if g.Name != group && g.backendIndex(b.Name) >= 0 {
+			return putError(group, b.Name, "name",
+				fmt.Sprintf("backend %q already exists in group %q", b.Name, g.Name))
+		}
+	}
+	gi := f.groupIndex(group)
+	if gi < 0 {
+		f.Groups = append(f.Groups, Group{Name: group})
+		gi = len(f.Groups) - 1
+	}
+	g := &f.Groups[gi]
+	if bi := g.backendIndex(b.Name); bi >= 0 {
+		g.Backends[bi] = b
+	} else {
+		g.Backends = append(g.Backends, b)
+	}
+	return nil
+}
+
+// Delete removes the named backend from the group. The group stays, even
+// when it becomes empty. It returns an error wrapping ErrNotFound when there
+// is no such group or backend.
+func (f *Fleet) Delete(group, name string) error {
+	gi := f.groupIndex(group)
+	if gi < 0 {
+		return fmt.Errorf("delete backend %q from group %q: group %w", name, group, ErrNotFound)
+	}
+	g := &f.Groups[gi]
+	bi := g.backendIndex(name)
+	if bi < 0 {
+		return fmt.Errorf("delete backend %q from group %q: backend %w", name, group, ErrNotFound)
+	}
+	g.Backends = slices.Delete(g.Backends, bi, bi+1)
+	return nil
+}
+
+func putError(group, name, field, msg string) error {
+	return &FieldError{Field: field, Msg: msg + fmt.Sprintf(" (put backend %q into group %q)", name, group)}
+}
+
+func (f *Fleet) groupIndex(name string) int {
+	if f == nil {
+		return -1
+	}
+	return slices.IndexFunc(f.Groups, func(g Group) bool { return g.Name == name })
+}
+
+func (g *Group) backendIndex(name string) int {
+	return slices.IndexFunc(g.Backends, func(b Backend) bool { return b.Name == name })
+}
