@@ -1,0 +1,39 @@
+// Package prober is the controller's per-backend MCP probe loop. It does
+// the I/O and no health decisions: it reports raw health.Observations and
+// backend Catalogs to a Sink, and the controller steps its health.Tracker
+// and coalesces.
+//
+// A Prober holds one persistent go-sdk client session with its backend
+// (streamable HTTP or SSE, protocol version 2025-11-25) and:
+//
+//   - pings every Policy.Interval with a Policy.Timeout deadline, reporting
+//     OK with the latency, Failure with a reason ("ping: context deadline
+//     exceeded"), or AuthFailure when the backend answered HTTP 401/403;
+//   - reports a Failure at once when the session dies (its event stream
+//     breaks, or the SDK closes it, e.g. on mcp.ErrSessionMissing), then
+//     reconnects with exponential backoff, reporting each failed connect;
+//     a stream that the backend ends normally is not a failure by itself,
+//     the reconnect decides;
+//   - keeps a session whose pings time out (a hung backend), so a hung
+//     backend yields one Failure per interval;
+//   - lists all tools, resources and prompts, following nextCursor, on
+//     every (re)connect and on every list_changed notification, and
+//     delivers a Catalog when the tools digest or the resources/prompts
+//     changed.
+//
+// Definitions are captured byte for byte from the wire (the SDK's structs
+// drop unknown members such as "execution"), validated with the catalog
+// filters and canonicalized (RFC 8785).
+//
+// # Driving
+//
+//	m := prober.NewMetrics(prometheus.DefaultRegisterer)
+//	p := prober.New(prober.Target{Group: "default", Name: "alpha", URL: url}, prober.Sink{
+//		Observe: func(t prober.Target, o health.Observation) { inbox <- obsMsg{t, o} },
+//		Catalog: func(t prober.Target, c prober.Catalog) { inbox <- catMsg{t, c} },
+//	}, &prober.Options{Policy: policy, Metrics: m, Logger: &log})
+//	go func() { done <- p.Run(ctx) }() // cancel ctx to stop; Run waits for its goroutines
+//
+// The Sink's functions run on the Prober's goroutine and must only hand
+// the value over.
+package prober

@@ -1,0 +1,304 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/health"
+)
+
+// Transports a Target may name.
+const (
+	TransportStreamable = "streamable-http"
+	TransportSSE        = "sse"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMinBackoff       = 100 * time.Millisecond
+	DefaultMaxPages         = 10000
+	DefaultDiscoveryTimeout = 30 * time.Second
+)
+
+// ErrRunning is returned by Run when the Prober is already running.
+var ErrRunning = errors.New("prober: already running")
+
+// Target is the backend a Prober watches.
+type Target struct {
+	Group, Name string
+	// URL is the MCP endpoint, e.g. http://127.0.0.1:9101/mcp.
+	URL string
+	// Transport is TransportStreamable ("" means it) or TransportSSE.
+	Transport string
+}
+
+func (t Target) String() string { return t.Group + "/" + t.Name }
+
+// Sink receives what a Prober learns. Both functions are called from the
+// Prober's own goroutine, one call at a time, and must not block for long:
+// hand the value to the controller's loop and return. Nil functions are
+// skipped.
+type Sink struct {
+	// Observe receives every probe result: pings, failed connects, and a
+	// dropped session (reported at once, as a Failure).
+	Observe func(t Target, o health.Observation)
+	// Catalog receives the backend's catalog after a discovery whose tools
+	// digest or resources/prompts differ from the last one delivered.
+	Catalog func(t Target, c Catalog)
+}
+
+// Options configure a Prober. A nil *Options means all defaults.
+type Options struct {
+	// Policy gives the ping period (Interval) and deadline (Timeout); zero
+	// fields take the health package defaults.
+	Policy health.Policy
+	// HTTPClient supplies the Transport (default http.DefaultTransport),
+	// Jar and CheckRedirect. Its Timeout is ignored: it would cut the
+	// event streams; every request is bounded by a context instead.
+	HTTPClient *http.Client
+	// Logger; nil logs nothing.
+	Logger *zerolog.Logger
+	// Metrics; nil records nothing.
+	Metrics *Metrics
+	// MinBackoff and MaxBackoff bound the exponential delay between failed
+	// connect attempts: defaults 100ms and Policy.Interval.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxPages bounds the pages of one list method (default 10,000).
+	MaxPages int
+	// DiscoveryTimeout bounds one complete listing (default 30s); each
+	// page request is also bounded by Policy.Timeout, so that a backend
+	// hanging during a listing delays the next ping by at most that.
+	DiscoveryTimeout time.Duration
+	// Now stamps observations and catalogs (default time.Now).
+	Now func() time.Time
+}
+
+// Prober probes one backend over one persistent MCP client session.
+type Prober struct {
+	target Target
+	sink   Sink
+	policy health.Policy
+	log    zerolog.Logger
+	m      *Metrics
+	now    func() time.Time
+
+	base     http.RoundTripper
+	redirect func(*http.Request, []*http.Request) error
+	jar      http.CookieJar
+
+	minBackoff, maxBackoff time.Duration
+	maxPages               int
+	discoveryTimeout       time.Duration
+
+	client  *mcp.Client
+	relist  chan struct{} // list_changed seen; capacity 1
+	running atomic.Bool
+	last    string // fingerprint of the last catalog delivered
+}
+
+// New returns a Prober for t. Run starts it.
+func New(t Target, sink Sink, o *Options) *Prober {
+	if o == nil {
+		o = &Options{}
+	}
+	if t.Transport == "" {
+		t.Transport = TransportStreamable
+	}
+	p := &Prober{
+		target: t, sink: sink, policy: o.Policy.WithDefaults(), m: o.Metrics, now: o.Now,
+		base: http.DefaultTransport, minBackoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
+		maxPages: o.MaxPages, discoveryTimeout: o.DiscoveryTimeout,
+		relist: make(chan struct{}, 1), log: zerolog.Nop(),
+	}
+	if o.Logger != nil {
+		p.log = o.Logger.With().Str("group", t.Group).Str("backend", t.Name).Logger()
+	}
+	if hc := o.HTTPClient; hc != nil {
+		if hc.Transport != nil {
+			p.base = hc.Transport
+		}
+		p.redirect, p.jar = hc.CheckRedirect, hc.Jar
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.minBackoff <= 0 {
+		p.minBackoff = DefaultMinBackoff
+	}
+	if p.maxBackoff <= 0 {
+		p.maxBackoff = p.policy.Interval
+	}
+	p.maxBackoff = max(p.maxBackoff, p.minBackoff)
+	if p.maxPages <= 0 {
+		p.maxPages = DefaultMaxPages
+	}
+	if p.discoveryTimeout <= 0 {
+		p.discoveryTimeout = DefaultDiscoveryTimeout
+	}
+	changed := func() {
+		select {
+		case p.relist <- struct{}{}:
+		default: // a discovery is already due
+		}
+	}
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "fleetgate-prober", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed() },
+	})
+	return p
+}
+
+// Target returns the backend being probed.
+func (p *Prober) Target() Target { return p.target }
+
+// Run probes until ctx is done, then closes the session and returns nil
+// once every goroutine it started has ended. It returns an error at once
+// for an unusable Target or policy, or if the Prober is already running.
+func (p *Prober) Run(ctx context.Context) error {
+	if err := p.policy.Validate(); err != nil {
+		return fmt.Errorf("prober %s: %w", p.target, err)
+	}
+	if p.target.Transport != TransportStreamable && p.target.Transport != TransportSSE {
+		return fmt.Errorf("prober %s: unknown transport %q (want %s or %s)", p.target, p.target.Transport, TransportStreamable, TransportSSE)
+	}
+	if !p.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("prober %s: %w", p.target, ErrRunning)
+	}
+	defer p.running.Store(false)
+
+	backoff := p.minBackoff
+	sessions := 0
+	for ctx.Err() == nil {
+		s, err := p.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			var ce *connectError
+			errors.As(err, &ce)
+			p.log.Debug().Err(err).Dur("retry_in", backoff).Msg("backend connect failed")
+			p.report(ce.result, 0, ce.reason)
+			if !sleep(ctx, backoff) {
+				break
+			}
+			backoff = min(2*backoff, p.maxBackoff)
+			continue
+		}
+		if sessions++; sessions > 1 {
+			p.m.reconnect(p.target)
+		}
+		p.log.Info().Str("url", p.target.URL).Msg("backend session established")
+		anyOK := p.serve(ctx, s)
+		s.close()
+		if anyOK {
+			backoff = p.minBackoff // reconnect at once
+			continue
+		}
+		// Not one ping succeeded: back off as after a failed connect.
+		if !sleep(ctx, backoff) {
+			break
+		}
+		backoff = min(2*backoff, p.maxBackoff)
+	}
+	return nil
+}
+
+// serve probes over one session until it dies or ctx is done. It reports
+// whether any ping succeeded.
+func (p *Prober) serve(ctx context.Context, s *session) (anyOK bool) {
+	ticker := time.NewTicker(p.policy.Interval)
+	defer ticker.Stop()
+	needList := true
+	ok, dead := p.probe(ctx, s)
+	for !dead {
+		anyOK = anyOK || ok
+		if ok && needList {
+			needList = !p.discover(ctx, s)
+		}
+		select {
+		case <-ctx.Done():
+			return anyOK
+		case <-s.dropped:
+			p.log.Warn().Str("reason", s.reason).Msg("backend session lost")
+			if !s.clean {
+				p.report(resultFailure, 0, s.reason)
+			}
+			// A stream that ended normally is not a failure by itself: the
+			// reconnect that follows decides.
+			return anyOK
+		case <-ticker.C:
+			ok, dead = p.probe(ctx, s)
+		case <-p.relist:
+			needList = true
+		}
+	}
+	return anyOK
+}
+
+// probe pings once and reports the result. dead means the session is
+// unusable (or ctx is done) and must be replaced.
+func (p *Prober) probe(ctx context.Context, s *session) (ok, dead bool) {
+	select {
+	case <-s.dropped:
+		return false, false // serve reports the drop
+	default:
+	}
+	start := p.now()
+	pctx, cancel := context.WithTimeout(s.calls, p.policy.Timeout)
+	err := s.cs.Ping(pctx, nil)
+	cancel()
+	if ctx.Err() != nil {
+		return false, true
+	}
+	lat := p.now().Sub(start)
+	p.m.pingLatency(p.target, lat)
+	if err == nil {
+		s.wire.authStatus()
+		p.report(resultOK, lat, "")
+		return true, false
+	}
+	select {
+	case <-s.dropped:
+		return false, false // the drop explains the failure; serve reports it
+	default:
+	}
+	ce := p.classify(fmt.Errorf("ping: %w", err), s.wire)
+	p.report(ce.result, 0, ce.reason)
+	return false, ce.result == resultAuthFailure || sessionDead(err)
+}
+
+func (p *Prober) report(result string, latency time.Duration, reason string) {
+	o := health.Observation{At: p.now(), Latency: latency, Reason: reason}
+	switch result {
+	case resultOK:
+		o.Result = health.OK
+	case resultAuthFailure:
+		o.Result = health.AuthFailure
+	default:
+		o.Result = health.Failure
+	}
+	p.m.probe(p.target, result)
+	if p.sink.Observe != nil {
+		p.sink.Observe(p.target, o)
+	}
+}
+
+// sleep waits for d or ctx; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
