@@ -20,7 +20,8 @@ test-short:
 
 ## run: a working fleet on this machine (controller with embedded NATS, an edge, demo backends).
 run: build
-	$(GO) run ./test/demo
+	$(GO) build -o $(BIN)/demo ./test/demo
+	$(BIN)/demo
 
 ## bench: the benchmarks whose figures the issues report.
 bench:

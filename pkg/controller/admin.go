@@ -1,0 +1,248 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/config"
+	"github.com/fleetgate/fleetgate/pkg/events"
+)
+
+// maxAdminBody bounds admin request bodies.
+const maxAdminBody = 64 << 10
+
+// StateJSON is GET /v1/state.
+type StateJSON struct {
+	Generation uint64      `json:"generation"`
+	Leader     bool        `json:"leader"`
+	Groups     []GroupJSON `json:"groups"`
+}
+
+// GroupJSON is one group of StateJSON.
+type GroupJSON struct {
+	Name     string        `json:"name"`
+	Backends []BackendJSON `json:"backends"`
+}
+
+// BackendJSON is one backend of StateJSON. Status is the live status on
+// the leader and the last published one elsewhere; Advertisable is what
+// the fleet has been told.
+type BackendJSON struct {
+	Name         string   `json:"name"`
+	URL          string   `json:"url"`
+	Transport    string   `json:"transport"`
+	Status       string   `json:"status"`
+	Reason       string   `json:"reason,omitempty"`
+	Advertisable bool     `json:"advertisable"`
+	Tools        []string `json:"tools"`
+	Digest       string   `json:"digest"`
+	Generation   uint64   `json:"generation"`
+}
+
+// ViewJSON is GET /v1/groups/{group}/view.
+type ViewJSON struct {
+	Generation uint64            `json:"generation"`
+	Digest     string            `json:"digest"`
+	Tools      []json.RawMessage `json:"tools"`
+}
+
+// Handler returns the admin API. gatherer serves /metrics (nil: the
+// default gatherer).
+func (c *Controller) Handler(gatherer prometheus.Gatherer) http.Handler {
+	if gatherer == nil {
+		gatherer = prometheus.DefaultGatherer
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/state", c.getState)
+	mux.HandleFunc("PUT /v1/groups/{group}/backends/{name}", c.putBackend)
+	mux.HandleFunc("DELETE /v1/groups/{group}/backends/{name}", c.deleteBackend)
+	mux.HandleFunc("GET /v1/groups/{group}/view", c.getView)
+	mux.HandleFunc("GET /v1/events", c.getEvents)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !c.reader.CaughtUp() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "catching up with the event log"})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"status": "ready", "leader": c.Leading()})
+	})
+	return mux
+}
+
+func (c *Controller) getState(w http.ResponseWriter, _ *http.Request) {
+	s := c.reader.State()
+	c.mu.Lock()
+	live := c.statuses
+	leading := c.leading
+	c.mu.Unlock()
+	out := StateJSON{Generation: s.Generation, Leader: leading, Groups: []GroupJSON{}}
+	for _, gname := range s.GroupNames() {
+		g := s.Groups[gname]
+		gj := GroupJSON{Name: gname, Backends: []BackendJSON{}}
+		for _, bname := range g.BackendNames() {
+			b := g.Backends[bname]
+			bj := BackendJSON{Name: b.Name, URL: b.Config.URL, Transport: b.Config.Transport, Status: b.Status,
+				Reason: b.Reason, Advertisable: b.Advertisable, Tools: []string{}, Generation: b.Generation}
+			if ls, ok := live[BackendKey{gname, bname}]; ok {
+				bj.Status, bj.Reason = string(ls.status), ls.reason
+			}
+			if b.Catalog != nil {
+				bj.Tools, bj.Digest = b.Catalog.ToolNames(), b.Catalog.Digest
+			}
+			gj.Backends = append(gj.Backends, bj)
+		}
+		out.Groups = append(out.Groups, gj)
+	}
+	writeJSON(w, 200, out)
+}
+
+type putBody struct {
+	URL       string `json:"url"`
+	Transport string `json:"transport"`
+}
+
+func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
+	group, name := r.PathValue("group"), r.PathValue("name")
+	var body putBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: body: %w", group, name, err))
+		return
+	}
+	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport}
+	err := c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
+	if err != nil {
+		writeError(w, statusOf(err), fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
+		return
+	}
+	want := c.Fleet()
+	cfg, _ := want.Backend(group, name)
+	c.answerGeneration(w, r.Context(), func(s *events.State) bool {
+		be := s.Backend(group, name)
+		return be != nil && be.Config.URL == cfg.URL && be.Config.Transport == cfg.Transport
+	})
+}
+
+func (c *Controller) deleteBackend(w http.ResponseWriter, r *http.Request) {
+	group, name := r.PathValue("group"), r.PathValue("name")
+	err := c.submit(r.Context(), func(f *config.Fleet) error { return f.Delete(group, name) })
+	if err != nil {
+		writeError(w, statusOf(err), fmt.Errorf("DELETE backend %s/%s: %w", group, name, err))
+		return
+	}
+	c.answerGeneration(w, r.Context(), func(s *events.State) bool { return s.Backend(group, name) == nil })
+}
+
+// answerGeneration waits until the log reflects the change and answers
+// with the generation; while the log is unreachable the change waits in
+// the outbox and the answer is 202 with the last known generation.
+func (c *Controller) answerGeneration(w http.ResponseWriter, ctx context.Context, done func(*events.State) bool) {
+	changed, stop := c.reader.Watch()
+	defer stop()
+	timeout := time.After(5 * time.Second)
+	for {
+		s := c.reader.State()
+		if done(s) {
+			writeJSON(w, 200, map[string]uint64{"generation": s.Generation})
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		case <-timeout:
+			writeJSON(w, http.StatusAccepted, map[string]any{"generation": s.Generation, "pending": true})
+			return
+		}
+	}
+}
+
+func (c *Controller) getView(w http.ResponseWriter, r *http.Request) {
+	group := r.PathValue("group")
+	s := c.reader.State()
+	v := GroupView(s.Group(group), c.Fleet().Aggregation.Separator, nil)
+	out := ViewJSON{Generation: s.Generation, Digest: v.Digest, Tools: make([]json.RawMessage, 0, len(v.Tools))}
+	for _, t := range v.Tools {
+		out.Tools = append(out.Tools, t.Def)
+	}
+	writeJSON(w, 200, out)
+}
+
+// GroupView aggregates the advertisable backends of a group (those with a
+// catalog) into the view a passthrough edge serves.
+func GroupView(g *events.Group, sep string, prev *catalog.View) *catalog.View {
+	var srcs []catalog.Source
+	for _, name := range g.BackendNames() {
+		b := g.Backends[name]
+		if b.Advertisable && b.Catalog != nil {
+			srcs = append(srcs, catalog.Source{Backend: name, Tools: b.Catalog.Tools,
+				Resources: b.Catalog.Resources, Prompts: b.Catalog.Prompts})
+		}
+	}
+	return catalog.Aggregate(srcs, &catalog.AggregateOptions{Separator: sep, Previous: prev})
+}
+
+func (c *Controller) getEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, err := parseUint(q.Get("from"), 1)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("events: from: %w", err))
+		return
+	}
+	limit, err := parseUint(q.Get("limit"), 100)
+	if err != nil || limit == 0 || limit > 1000 {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("events: limit must be 1..1000"))
+		return
+	}
+	evs, err := c.opts.Log.Events(r.Context(), from, int(limit))
+	if err != nil {
+		status := http.StatusServiceUnavailable
+		if errors.Is(err, events.ErrPurged) {
+			status = http.StatusGone
+		}
+		writeError(w, status, err)
+		return
+	}
+	writeJSON(w, 200, evs)
+}
+
+func parseUint(s string, def uint64) (uint64, error) {
+	if s == "" {
+		return def, nil
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, config.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, config.ErrInvalidConfig):
+		return http.StatusBadRequest
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}

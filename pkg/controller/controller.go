@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetgate/fleetgate/pkg/config"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/leader"
+	"github.com/fleetgate/fleetgate/pkg/prober"
+)
+
+// Options configure a Controller. Fields marked required must be set.
+type Options struct {
+	// ID names this controller instance (leader election, event stamps).
+	ID string
+	// Fleet is the initial config (required).
+	Fleet *config.Fleet
+	// ConfigPath is re-read by Reload; empty disables reload.
+	ConfigPath string
+	// JetStream connection (required).
+	JetStream jetstream.JetStream
+	// Log is the event log (required).
+	Log *events.Log
+	// OutboxDir holds the Pebble outbox (required).
+	OutboxDir string
+	// Replicas of the leader bucket; default 1.
+	Replicas int
+	// LeaseTTL of the leader lease; default leader.DefaultTTL.
+	LeaseTTL time.Duration
+	// Registerer for metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Logger     *zerolog.Logger
+	// HTTPClient for probes; nil uses the default transport.
+	HTTPClient *http.Client
+}
+
+// Controller probes the fleet's backends and publishes every change to the
+// event log while it holds the leader lease. Every instance serves the
+// admin API; only the leader accepts changes.
+type Controller struct {
+	opts    Options
+	zl      zerolog.Logger
+	outbox  *events.Outbox
+	reader  *events.Reader
+	elector *leader.Elector
+	metrics *Metrics
+	evm     *events.Metrics
+	pm      *prober.Metrics
+
+	cmds chan command
+
+	mu       sync.Mutex
+	fleet    *config.Fleet
+	leading  bool
+	statuses map[BackendKey]liveStatus
+}
+
+type liveStatus struct {
+	status health.Status
+	reason string
+}
+
+// New prepares a controller; Run starts it.
+func New(o Options) (*Controller, error) {
+	if o.Fleet == nil || o.JetStream == nil || o.Log == nil || o.OutboxDir == "" || o.ID == "" {
+		return nil, errors.New("controller: ID, Fleet, JetStream, Log and OutboxDir are required")
+	}
+	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(),
+		statuses: map[BackendKey]liveStatus{}}
+	if o.Logger != nil {
+		c.zl = *o.Logger
+	}
+	c.metrics = newMetrics(o.Registerer)
+	c.evm = events.NewMetrics(o.Registerer)
+	c.pm = prober.NewMetrics(o.Registerer)
+	ob, err := events.OpenOutbox(o.OutboxDir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("controller %s: %w", o.ID, err)
+	}
+	c.outbox = ob
+	c.reader = events.NewReader(o.Log, &events.ReaderOptions{Metrics: nil, OnError: func(err error) {
+		c.zl.Warn().Err(err).Msg("event log reader")
+	}})
+	el, err := leader.New(o.JetStream, o.ID, &leader.Options{TTL: o.LeaseTTL, Replicas: o.Replicas})
+	if err != nil {
+		ob.Close()
+		return nil, fmt.Errorf("controller %s: %w", o.ID, err)
+	}
+	c.elector = el
+	return c, nil
+}
+
+// Run campaigns for leadership and, while leading, probes and publishes.
+// It returns when ctx ends, after every goroutine it started has ended.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.outbox.Close()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.reader.Run(ctx) })
+	g.Go(func() error { return c.elector.Run(ctx) })
+	g.Go(func() error {
+		for {
+			lead, term, err := c.elector.Await(ctx)
+			if err != nil {
+				return nil // ctx ended
+			}
+			c.zl.Info().Uint64("term", term).Msg("leading")
+			c.setLeading(true)
+			err = c.lead(lead)
+			c.setLeading(false)
+			if err != nil && ctx.Err() == nil {
+				c.zl.Error().Err(err).Uint64("term", term).Msg("term ended with an error")
+			} else {
+				c.zl.Info().Uint64("term", term).Msg("no longer leading")
+			}
+			if errors.Is(err, events.ErrFenced) {
+				// Another writer moved the log: give the lease up and
+				// campaign again after a pause.
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(c.leaseTTL()):
+				}
+			}
+		}
+	})
+	return g.Wait()
+}
+
+func (c *Controller) leaseTTL() time.Duration {
+	if c.opts.LeaseTTL > 0 {
+		return c.opts.LeaseTTL
+	}
+	return leader.DefaultTTL
+}
+
+func (c *Controller) setLeading(on bool) {
+	c.mu.Lock()
+	c.leading = on
+	if !on {
+		c.statuses = map[BackendKey]liveStatus{}
+	}
+	c.mu.Unlock()
+	c.metrics.leader(on)
+}
+
+// Leading reports whether this instance currently leads.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading
+}
+
+// Reader exposes the controller's follower of the event log.
+func (c *Controller) Reader() *events.Reader { return c.reader }
+
+// Fleet returns a copy of the current config.
+func (c *Controller) Fleet() *config.Fleet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fleet.Clone()
+}
+
+func desiredOf(f *config.Fleet) map[BackendKey]events.BackendConfig {
+	out := map[BackendKey]events.BackendConfig{}
+	for _, g := range f.Groups {
+		for _, b := range g.Backends {
+			out[BackendKey{g.Name, b.Name}] = events.BackendConfig{URL: b.URL, Transport: b.Transport}
+		}
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/config"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/prober"
+)
+
+// command is a membership change sent to the leader's loop.
+type command struct {
+	apply func(f *config.Fleet) error
+	reply chan error
+}
+
+type observation struct {
+	key BackendKey
+	obs health.Observation
+}
+
+type discovered struct {
+	key BackendKey
+	cat prober.Catalog
+}
+
+type runningProber struct {
+	cfg    events.BackendConfig
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// lead runs one leadership term: the relay, the probers and the reconcile
+// loop. It returns when ctx (the term) ends or the writer is fenced, after
+// stopping everything it started.
+func (c *Controller) lead(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	writer, err := events.NewWriter(ctx, c.opts.Log, c.opts.ID)
+	if err != nil {
+		return err
+	}
+	relay := events.NewRelay(c.outbox, writer, &events.RelayOptions{Metrics: c.evm, Logger: &c.zl})
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- relay.Run(ctx) }()
+	defer func() { cancel(); <-relayDone }()
+
+	// The core starts from the log's state as the relay loaded it.
+	var start *events.State
+	for start == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-relayDone:
+			relayDone <- err
+			return fmt.Errorf("relay: %w", err)
+		case <-time.After(10 * time.Millisecond):
+			start = relay.State()
+		}
+	}
+	policy, _ := c.Fleet().Health.Resolve()
+	core := NewCore(policy, start)
+
+	obsCh := make(chan observation, 1024)
+	catCh := make(chan discovered, 64)
+	probers := map[BackendKey]*runningProber{}
+	defer func() {
+		for _, p := range probers {
+			p.cancel()
+		}
+		for _, p := range probers {
+			<-p.done
+		}
+	}()
+	sync := func() {
+		desired := desiredOf(c.Fleet())
+		core.SetDesired(desired)
+		c.syncProbers(ctx, probers, desired, policy, obsCh, catCh)
+	}
+	sync()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		if evs := core.Ready(now); len(evs) > 0 {
+			if err := c.outbox.Append(evs...); err != nil {
+				return fmt.Errorf("append %d events: %w", len(evs), err)
+			}
+		}
+		c.publishStatuses(core)
+		if d, ok := core.Deadline(); ok {
+			timer.Reset(max(time.Until(d), 0))
+		} else {
+			timer.Reset(time.Hour)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-relayDone:
+			relayDone <- err
+			if err != nil {
+				return fmt.Errorf("relay: %w", err)
+			}
+			return nil
+		case o := <-obsCh:
+			core.Observe(o.key, o.obs)
+			c.drainInputs(core, obsCh, catCh)
+		case d := <-catCh:
+			core.Catalog(d.key, toDiscovered(d.cat), time.Now())
+			c.drainInputs(core, obsCh, catCh)
+		case <-timer.C:
+			core.Tick(time.Now())
+		case cmd := <-c.cmds:
+			err := c.applyCommand(cmd)
+			if err == nil {
+				sync()
+			}
+			cmd.reply <- err
+		}
+	}
+}
+
+// drainInputs applies every queued input before the next reconcile, so
+// that a burst of reports becomes one batch of events.
+func (c *Controller) drainInputs(core *Core, obsCh chan observation, catCh chan discovered) {
+	for {
+		select {
+		case o := <-obsCh:
+			core.Observe(o.key, o.obs)
+		case d := <-catCh:
+			core.Catalog(d.key, toDiscovered(d.cat), time.Now())
+		default:
+			return
+		}
+	}
+}
+
+func (c *Controller) applyCommand(cmd command) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.fleet.Clone()
+	if err := cmd.apply(next); err != nil {
+		return err
+	}
+	c.fleet = next
+	return nil
+}
+
+// syncProbers starts a prober for every desired backend and stops the
+// ones no longer desired (or whose config changed).
+func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*runningProber, desired map[BackendKey]events.BackendConfig,
+	policy health.Policy, obsCh chan observation, catCh chan discovered) {
+	for k, p := range probers {
+		if cfg, ok := desired[k]; !ok || cfg != p.cfg {
+			p.cancel()
+			<-p.done
+			delete(probers, k)
+		}
+	}
+	for k, cfg := range desired {
+		if _, ok := probers[k]; ok {
+			continue
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		rp := &runningProber{cfg: cfg, cancel: cancel, done: make(chan struct{})}
+		key := k
+		p := prober.New(prober.Target{Group: k.Group, Name: k.Name, URL: cfg.URL, Transport: cfg.Transport}, prober.Sink{
+			Observe: func(_ prober.Target, o health.Observation) {
+				select {
+				case obsCh <- observation{key, o}:
+				case <-pctx.Done():
+				}
+			},
+			Catalog: func(_ prober.Target, cat prober.Catalog) {
+				select {
+				case catCh <- discovered{key, cat}:
+				case <-pctx.Done():
+				}
+			},
+		}, &prober.Options{Policy: policy, Logger: &c.zl, Metrics: c.pm, HTTPClient: c.opts.HTTPClient})
+		go func() {
+			defer close(rp.done)
+			if err := p.Run(pctx); err != nil && !errors.Is(err, context.Canceled) {
+				c.zl.Warn().Err(err).Str("backend", key.String()).Msg("prober stopped")
+			}
+		}()
+		probers[k] = rp
+	}
+}
+
+func toDiscovered(cat prober.Catalog) Discovered {
+	d := Discovered{Tools: cat.Tools, Resources: cat.Resources, Prompts: cat.Prompts, Digest: cat.Digest}
+	for _, it := range cat.InvalidTools {
+		d.InvalidTools = append(d.InvalidTools, events.InvalidTool{Name: it.Name, Reason: it.Reason})
+	}
+	return d
+}
+
+func (c *Controller) publishStatuses(core *Core) {
+	st := map[BackendKey]liveStatus{}
+	counts := map[health.Status]int{}
+	for k := range core.Desired() {
+		s, reason, _ := core.Status(k)
+		st[k] = liveStatus{status: s, reason: reason}
+		counts[s]++
+	}
+	c.mu.Lock()
+	c.statuses = st
+	c.mu.Unlock()
+	c.metrics.backendsByStatus(counts)
+}
+
+// submit sends a membership change to the leader's loop.
+func (c *Controller) submit(ctx context.Context, apply func(f *config.Fleet) error) error {
+	if !c.Leading() {
+		return ErrNotLeader
+	}
+	cmd := command{apply: apply, reply: make(chan error, 1)}
+	select {
+	case c.cmds <- cmd:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(5 * time.Second):
+		return ErrNotLeader
+	}
+	select {
+	case err := <-cmd.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrNotLeader is returned for changes sent to a standby.
+var ErrNotLeader = errors.New("this controller is not the leader")
+
+// Reload re-reads the config file and applies the membership diff (SIGHUP).
+func (c *Controller) Reload(ctx context.Context) error {
+	if c.opts.ConfigPath == "" {
+		return errors.New("reload: no config path")
+	}
+	f, err := config.Load(c.opts.ConfigPath)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	if !c.Leading() {
+		c.mu.Lock()
+		c.fleet = f
+		c.mu.Unlock()
+		return nil
+	}
+	return c.submit(ctx, func(cur *config.Fleet) error {
+		*cur = *f
+		return nil
+	})
+}
