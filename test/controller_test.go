@@ -167,4 +167,3 @@ func TestControllerMembershipChanges(t *testing.T) {
 		t.Fatal("running config lost after a refused reload")
 	}
 }
-
