@@ -1,7 +1,6 @@
 package test
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -16,29 +15,29 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
+	buildMu sync.Mutex
+	built   = map[string]string{}
 )
 
-// binaries builds cmd/controller and cmd/edge once per test run.
-func binaries(t testing.TB) string {
+// binary builds ../cmd/<name> once per test run and returns its path.
+func binary(t testing.TB, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "fleetgate-bin-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "../cmd/controller", "../cmd/edge")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[name]; ok {
+		return p
 	}
-	return binDir
+	dir, err := os.MkdirTemp("", "fleetgate-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	out, err := exec.Command("go", "build", "-o", p, "../cmd/"+name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
+	}
+	built[name] = p
+	return p
 }
 
 func freeAddr(t testing.TB) string {
@@ -60,7 +59,7 @@ type proc struct {
 func startControllerProc(t testing.TB, natsURL, id, configPath string) *proc {
 	t.Helper()
 	admin := freeAddr(t)
-	cmd := exec.Command(filepath.Join(binaries(t), "controller"), "--config", configPath, "--nats-url", natsURL,
+	cmd := exec.Command(binary(t, "controller"), "--config", configPath, "--nats-url", natsURL,
 		"--id", id, "--admin-listen", admin, "--data-dir", t.TempDir(), "--lease-ttl", "1s", "--log-format", "json")
 	logf, _ := os.Create(filepath.Join(t.TempDir(), id+".log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
