@@ -135,6 +135,7 @@ func auditHistory(ctx context.Context, log *events.Log, group, backend string, o
 		return errors.New("--backend is required")
 	}
 	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
 	return eachEvent(ctx, log, 0, 0, func(e events.EventJSON) error {
 		if e.Backend != backend || (group != "" && e.Group != group) {
 			return nil
@@ -154,6 +155,7 @@ func auditHistory(ctx context.Context, log *events.Log, group, backend string, o
 
 func auditExport(ctx context.Context, log *events.Log, from, to uint64, out io.Writer) error {
 	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
 	return eachEvent(ctx, log, from, to, func(e events.EventJSON) error { return enc.Encode(e) })
 }
 
