@@ -1,0 +1,171 @@
+// Command edge serves the MCP tools of one backend group to clients,
+// following the controller's event log over NATS.
+//
+//	edge --nats-url nats://127.0.0.1:4222 --listen 127.0.0.1:8080 --group default
+//
+// Every flag can also be set by the environment variable FLEETGATE_<FLAG>
+// (upper case, dashes as underscores); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetgate/fleetgate/pkg/edge"
+	"github.com/fleetgate/fleetgate/pkg/events"
+)
+
+type config struct {
+	natsURL, listen, adminListen, group, mode, id, logFormat, separator string
+	coalesce, callTimeout, shutdownTimeout, sessionTimeout              time.Duration
+}
+
+func main() {
+	cfg, err := parse(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "edge:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "edge:", err)
+		os.Exit(1)
+	}
+}
+
+// parse reads the flags, then FLEETGATE_* variables for flags not given.
+func parse(args []string, getenv func(string) string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS to subscribe to")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "MCP endpoint address, served at http://ADDR/mcp")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8082", "admin HTTP API address")
+	fs.StringVar(&c.group, "group", "default", "backend group whose tools this edge serves")
+	fs.StringVar(&c.mode, "mode", "passthrough", "passthrough or optimizer")
+	fs.StringVar(&c.id, "id", "", "edge instance id (default hostname plus a random suffix)")
+	fs.StringVar(&c.logFormat, "log-format", "", "console or json (default console on a terminal, else json)")
+	fs.StringVar(&c.separator, "separator", "_", "exposed tool name separator; must match the controller's aggregation.separator (extension)")
+	fs.DurationVar(&c.coalesce, "coalesce", 250*time.Millisecond, "least time between two resync batches (extension)")
+	fs.DurationVar(&c.callTimeout, "call-timeout", 60*time.Second, "deadline of each call forwarded to a backend (extension)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight calls (extension)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, "close sessions without a request for this long; 0 never (extension)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "FLEETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !given[f.Name] && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("invalid value %q for %s: %v", v, env, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	switch {
+	case c.mode == "optimizer":
+		return nil, errors.New("invalid value \"optimizer\" for flag -mode: optimizer mode is not implemented yet; use passthrough")
+	case c.mode != "passthrough":
+		return nil, fmt.Errorf("invalid value %q for flag -mode: want passthrough or optimizer", c.mode)
+	case c.logFormat != "" && c.logFormat != "console" && c.logFormat != "json":
+		return nil, fmt.Errorf("invalid value %q for flag -log-format: want console or json", c.logFormat)
+	case c.group == "":
+		return nil, errors.New("invalid value \"\" for flag -group: must not be empty")
+	case c.separator == "" || strings.Trim(c.separator, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != "":
+		return nil, fmt.Errorf("invalid value %q for flag -separator: want characters of [A-Za-z0-9_.-]", c.separator)
+	case c.coalesce <= 0 || c.callTimeout <= 0 || c.shutdownTimeout <= 0 || c.sessionTimeout < 0:
+		return nil, errors.New("invalid duration: -coalesce, -call-timeout and -shutdown-timeout must be positive, -session-timeout not negative")
+	}
+	for name, addr := range map[string]string{"listen": c.listen, "admin-listen": c.adminListen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("invalid value %q for flag -%s: want HOST:PORT", addr, name)
+		}
+	}
+	if c.id == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "edge"
+		}
+		c.id = host + "-" + strings.ToLower(rand.Text()[:6])
+	}
+	return c, nil
+}
+
+func logger(format string) zerolog.Logger {
+	if format == "" {
+		format = "json"
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			format = "console"
+		}
+	}
+	if format == "console" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339}).With().Timestamp().Logger()
+	}
+	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+}
+
+// run serves until ctx ends.
+func run(ctx context.Context, c *config) error {
+	log := logger(c.logFormat)
+	nc, err := nats.Connect(c.natsURL, nats.Name("fleetgate-edge-"+c.id), nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("connect NATS %s: %w", c.natsURL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream on %s: %w", c.natsURL, err)
+	}
+	log.Info().Str("nats", c.natsURL).Msg("waiting for the event log")
+	elog, err := events.AttachLog(ctx, js, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	e, err := edge.New(elog, &edge.Options{ID: c.id, Group: c.group, Separator: c.separator, Listen: c.listen,
+		AdminListen: c.adminListen, Coalesce: c.coalesce, CallTimeout: c.callTimeout,
+		ShutdownTimeout: c.shutdownTimeout, SessionTimeout: c.sessionTimeout, Logger: &log})
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return e.Run(gctx) })
+	err = g.Wait()
+	log.Info().Msg("edge stopped")
+	return err
+}

@@ -1,0 +1,118 @@
+package edge
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+)
+
+// SessionInfo is one session as GET /v1/sessions reports it.
+type SessionInfo struct {
+	ID              string `json:"id"`
+	Kind            string `json:"kind"` // extension: "session" or "listen"
+	ProtocolVersion string `json:"protocol_version"`
+	// AppliedGeneration is the generation of the fleet state whose view
+	// the session was last given (or found current at).
+	AppliedGeneration uint64 `json:"applied_generation"`
+	// Digest is the catalog digest of the tools the session is served.
+	Digest string `json:"digest"`
+	// Verdict is "unverifiable" until convergence evidence is recorded.
+	Verdict string    `json:"verdict"`
+	Created time.Time `json:"created"`
+	Tools   int       `json:"tools"`
+}
+
+// ViewInfo is GET /v1/view (an extension): the served view's summary.
+type ViewInfo struct {
+	Group      string              `json:"group"`
+	Generation uint64              `json:"generation"`
+	Digest     string              `json:"digest"`
+	Tools      []string            `json:"tools"`
+	Collisions []catalog.Collision `json:"collisions"`
+	Rejected   []catalog.Rejection `json:"rejected"`
+	Dropped    []string            `json:"dropped,omitempty"`
+}
+
+// Sessions returns the live sessions sorted by id.
+func (e *Edge) Sessions() []SessionInfo {
+	e.mu.Lock()
+	all := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		all = append(all, s)
+	}
+	cur := e.cur
+	e.mu.Unlock()
+	out := make([]SessionInfo, 0, len(all))
+	for _, s := range all {
+		out = append(out, e.info(s, cur))
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (e *Edge) info(s *session, cur *served) SessionInfo {
+	s.mu.Lock()
+	ap := s.applied
+	s.mu.Unlock()
+	gen := ap.gen
+	if ap == cur {
+		gen = max(gen, e.confirmed.Load())
+	}
+	return SessionInfo{ID: s.id, Kind: s.kind, ProtocolVersion: s.protocolVersion(), AppliedGeneration: gen,
+		Digest: ap.view.Digest, Verdict: "unverifiable", Created: s.created, Tools: len(ap.tools)}
+}
+
+// View returns the summary of the served view.
+func (e *Edge) View() ViewInfo {
+	cur := e.current()
+	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.gen, e.confirmed.Load()), Digest: cur.view.Digest,
+		Collisions: cur.view.Collisions, Rejected: cur.view.Rejected, Dropped: cur.dropped, Tools: []string{}}
+	for _, t := range cur.view.Tools {
+		v.Tools = append(v.Tools, t.Exposed)
+	}
+	return v
+}
+
+func (e *Edge) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !e.Ready() {
+			http.Error(w, "not ready: catching up with the event log", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, e.Sessions())
+	})
+	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		s := e.lookup(r.PathValue("id"))
+		if s == nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no session " + r.PathValue("id")})
+			return
+		}
+		writeJSON(w, http.StatusOK, e.info(s, e.current()))
+	})
+	mux.HandleFunc("GET /v1/view", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, e.View())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(e.m.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

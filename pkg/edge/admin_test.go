@@ -1,0 +1,100 @@
+package edge
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The admin API reports readiness, sessions and metrics.
+func TestAdminAPI(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e := startEdge(t, f, nil)
+	get(t, e.AdminURL()+"/healthz")
+	get(t, e.AdminURL()+"/readyz")
+	c := connect(t, e.MCPURL(), "2025-11-25")
+	c.call(t, "alpha_echo", map[string]any{"text": "m"})
+	var list []SessionInfo
+	getJSON(t, e.AdminURL()+"/v1/sessions", &list)
+	if len(list) != 1 {
+		t.Fatalf("sessions: %+v", list)
+	}
+	s := list[0]
+	if s.ID != c.cs.ID() || s.ProtocolVersion != "2025-11-25" || s.Digest != e.View().Digest ||
+		s.AppliedGeneration < 3 || s.Verdict != "unverifiable" {
+		t.Fatalf("session %+v (client id %s, view %s)", s, c.cs.ID(), e.View().Digest)
+	}
+	var one SessionInfo
+	getJSON(t, e.AdminURL()+"/v1/sessions/"+s.ID, &one)
+	if one.ID != s.ID {
+		t.Fatalf("session by id: %+v", one)
+	}
+	resp, err := http.Get(e.AdminURL() + "/v1/sessions/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown session: %d", resp.StatusCode)
+	}
+	m := get(t, e.AdminURL()+"/metrics")
+	for _, want := range []string{`fleetgate_edge_sessions{kind="session"} 1`, "fleetgate_edge_applied_generation 3",
+		`fleetgate_edge_backend_call_seconds_count{backend="alpha",method="tools/call"} 1`, "fleetgate_edge_resync_batches_total 1"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// A change reaches the session and is measured from its event.
+	f.health("default", "alpha", false)
+	c.waitChanged(t, 1, 20*time.Second)
+	eventually(t, 10*time.Second, "latency observed", func() bool {
+		m := get(t, e.AdminURL()+"/metrics")
+		return strings.Contains(m, "fleetgate_edge_event_to_notification_seconds_count 1") &&
+			strings.Contains(m, `fleetgate_edge_notifications_sent_total{method="notifications/tools/list_changed"} 1`)
+	})
+	_ = c.cs.Close()
+	eventually(t, 10*time.Second, "session forgotten", func() bool { return len(e.Sessions()) == 0 })
+}
+
+// Shutdown lets an in-flight call finish before closing.
+func TestShutdownDrainsCalls(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e, err := New(f.log, &Options{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", ShutdownTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	eventually(t, 20*time.Second, "ready", e.Ready)
+	c := connect(t, e.MCPURL(), "2025-11-25")
+	b.SetHang(true)
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{"text": "late"}})
+		out <- result{res, err}
+	}()
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
+	cancel()
+	eventually(t, 10*time.Second, "not ready while draining", func() bool { return !e.Ready() })
+	b.SetHang(false)
+	r := <-out
+	if r.err != nil || text(r.res) != "alpha: late" {
+		t.Fatalf("in-flight call: %v %+v", r.err, r.res)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

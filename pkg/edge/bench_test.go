@@ -1,0 +1,325 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
+)
+
+// percentile returns the q-quantile (0..1) of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+func benchSessions(b *testing.B) int {
+	n := 1000
+	if s := os.Getenv("FLEETGATE_BENCH_SESSIONS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			b.Fatalf("FLEETGATE_BENCH_SESSIONS=%q: want a positive integer", s)
+		}
+		n = v
+	}
+	return n
+}
+
+// BenchmarkToolCall makes the same tools/call to a demo backend directly
+// and through the edge, alternately, and reports both latencies and their
+// ratio.
+func BenchmarkToolCall(b *testing.B) {
+	f := newFleet(b)
+	be := startBackend(b, "alpha", nil)
+	f.healthyBackend("default", be)
+	e := startEdge(b, f, nil)
+	direct := connect(b, be.URL(), "2025-11-25")
+	via := connect(b, e.MCPURL(), "2025-11-25")
+	ctx := context.Background()
+	args := map[string]any{"text": "bench"}
+	call := func(cs *mcp.ClientSession, name string) time.Duration {
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("call %s: %v %+v", name, err, res)
+		}
+		return d
+	}
+	call(via.cs, "alpha_echo") // the edge's pooled backend session is made lazily
+	var ds, es []time.Duration
+	for b.Loop() {
+		ds = append(ds, call(direct.cs, "echo"))
+		es = append(es, call(via.cs, "alpha_echo"))
+	}
+	slices.Sort(ds)
+	slices.Sort(es)
+	var sumD, sumE time.Duration
+	for i := range ds {
+		sumD += ds[i]
+		sumE += es[i]
+	}
+	b.ReportMetric(float64(percentile(ds, 0.5).Microseconds()), "direct-p50-µs")
+	b.ReportMetric(float64(percentile(ds, 0.99).Microseconds()), "direct-p99-µs")
+	b.ReportMetric(float64(percentile(es, 0.5).Microseconds()), "edge-p50-µs")
+	b.ReportMetric(float64(percentile(es, 0.99).Microseconds()), "edge-p99-µs")
+	b.ReportMetric(float64(len(ds))/sumD.Seconds(), "direct-calls/s")
+	b.ReportMetric(float64(len(es))/sumE.Seconds(), "edge-calls/s")
+	b.ReportMetric(float64(percentile(es, 0.5))/float64(percentile(ds, 0.5)), "p50-ratio")
+}
+
+// clientFleet is a child process holding n idle go-sdk client sessions on
+// an edge (so that the edge's memory is measured alone); it prints one line
+// per tools/list_changed received: "<client> <unix nanos>".
+type clientFleet struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
+}
+
+func startClientFleet(b *testing.B, url string, n int) *clientFleet {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperClientFleet$", "-test.v=false")
+	cmd.Env = append(os.Environ(), "FLEETGATE_HELPER_URL="+url, fmt.Sprintf("FLEETGATE_HELPER_N=%d", n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cf := &clientFleet{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(out)}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	for cf.lines.Scan() {
+		if cf.lines.Text() == "ready" {
+			return cf
+		}
+	}
+	b.Fatalf("client fleet did not start: %v", cf.lines.Err())
+	return nil
+}
+
+// TestHelperClientFleet is the child process of startClientFleet; it does
+// nothing in a normal test run. FLEETGATE_BENCH_CLIENT=sdk makes its
+// sessions go-sdk clients; the default, raw, makes them minimal HTTP
+// clients (initialize, initialized, a GET stream read line by line), so
+// that the figures measure the edge rather than the go-sdk client.
+func TestHelperClientFleet(t *testing.T) {
+	url := os.Getenv("FLEETGATE_HELPER_URL")
+	if url == "" {
+		t.Skip("helper process for the benchmarks")
+	}
+	n, _ := strconv.Atoi(os.Getenv("FLEETGATE_HELPER_N"))
+	var mu sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	report := func(i int) {
+		at := time.Now().UnixNano()
+		mu.Lock()
+		fmt.Fprintf(w, "%d %d\n", i, at)
+		w.Flush()
+		mu.Unlock()
+	}
+	open := openRawSession
+	if os.Getenv("FLEETGATE_BENCH_CLIENT") == "sdk" {
+		open = openSDKSession
+	}
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	closers := make([]func(), n)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, err := open(url, func() { report(i) })
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "client fleet:", err)
+				os.Exit(1)
+			}
+			closers[i] = c
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	fmt.Fprintln(w, "ready")
+	w.Flush()
+	mu.Unlock()
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
+	for _, c := range closers {
+		sem <- struct{}{}
+		wg.Go(func() { defer func() { <-sem }(); c() })
+	}
+	wg.Wait()
+}
+
+func openSDKSession(url string, notified func()) (func(), error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "fleet"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { notified() }})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = cs.Close() }, nil
+}
+
+var rawHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+func openRawSession(url string, notified func()) (func(), error) {
+	post := func(sid, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		return rawHTTP.Do(req)
+	}
+	resp, err := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fleet","version":"0"}}}`)
+	if err != nil {
+		return nil, err
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if sid == "" {
+		return nil, fmt.Errorf("initialize: status %d", resp.StatusCode)
+	}
+	if resp, err = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	// A GET stream holds its connection for good: not through rawHTTP's pool.
+	get, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(get.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/tools/list_changed") {
+				notified()
+			}
+		}
+	}()
+	return func() {
+		get.Body.Close()
+		req, _ := http.NewRequest(http.MethodDelete, url, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if resp, err := rawHTTP.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}, nil
+}
+
+// BenchmarkFanOut measures, with N idle sessions (FLEETGATE_BENCH_SESSIONS,
+// default 1000) held by a child process, the time from an event's
+// publication to each session's tools/list_changed: p50 and p99 over all
+// sessions, and p50 and p99 of the last session per event.
+func BenchmarkFanOut(b *testing.B) {
+	n := benchSessions(b)
+	f := newFleet(b)
+	be := startBackend(b, "alpha", &demoOpts)
+	f.healthyBackend("default", be)
+	e := startEdge(b, f, &Options{Coalesce: time.Millisecond})
+	cf := startClientFleet(b, e.MCPURL(), n)
+	eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n })
+	var all, last []time.Duration
+	up := true
+	for b.Loop() {
+		up = !up
+		t0 := time.Now()
+		f.health("default", "alpha", up)
+		seen := make(map[int]bool, n)
+		var worst time.Duration
+		for len(seen) < n && cf.lines.Scan() {
+			var i int
+			var at int64
+			if _, err := fmt.Sscanf(cf.lines.Text(), "%d %d", &i, &at); err != nil {
+				b.Fatalf("client fleet: %q", cf.lines.Text())
+			}
+			if seen[i] {
+				b.Fatalf("client %d notified twice for one event", i)
+			}
+			seen[i] = true
+			d := time.Unix(0, at).Sub(t0)
+			all = append(all, d)
+			worst = max(worst, d)
+		}
+		if len(seen) < n {
+			b.Fatalf("client fleet ended: %v", cf.lines.Err())
+		}
+		last = append(last, worst)
+	}
+	slices.Sort(all)
+	slices.Sort(last)
+	b.ReportMetric(float64(n), "sessions")
+	b.ReportMetric(float64(percentile(all, 0.5).Microseconds())/1000, "each-p50-ms")
+	b.ReportMetric(float64(percentile(all, 0.99).Microseconds())/1000, "each-p99-ms")
+	b.ReportMetric(float64(percentile(last, 0.5).Microseconds())/1000, "last-p50-ms")
+	b.ReportMetric(float64(percentile(last, 0.99).Microseconds())/1000, "last-p99-ms")
+}
+
+// demoOpts gives the fan-out and memory benchmarks a 20-tool backend.
+var demoOpts = demobackendOptions(18)
+
+// BenchmarkIdleSessionMemory reports the edge's heap and stack growth per
+// idle session (each with its GET stream open), N sessions held by a child
+// process, with a 20-tool view.
+func BenchmarkIdleSessionMemory(b *testing.B) {
+	n := benchSessions(b)
+	f := newFleet(b)
+	be := startBackend(b, "alpha", &demoOpts)
+	f.healthyBackend("default", be)
+	e := startEdge(b, f, nil)
+	var perSession float64
+	for b.Loop() {
+		before := memInUse()
+		cf := startClientFleet(b, e.MCPURL(), n)
+		eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n })
+		after := memInUse()
+		perSession = float64(after-before) / float64(n)
+		cf.stdin.Close()
+		_ = cf.cmd.Wait()
+		eventually(b, time.Minute, "sessions gone", func() bool { return len(e.Sessions()) == 0 })
+	}
+	b.ReportMetric(float64(n), "sessions")
+	b.ReportMetric(perSession/1024, "KiB/session")
+}
+
+func memInUse() uint64 {
+	var m runtime.MemStats
+	for range 2 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+func demobackendOptions(extra int) demobackend.Options { return demobackend.Options{ExtraTools: extra} }

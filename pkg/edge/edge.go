@@ -1,0 +1,280 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// Options configure an Edge. A nil *Options means defaults.
+type Options struct {
+	// ID is the edge instance id (logs, server info); default "edge".
+	ID string
+	// Group is the backend group served; default "default".
+	Group string
+	// Separator joins backend and tool names; default "_". It must match
+	// the controller's aggregation.separator.
+	Separator string
+	// Listen is the MCP address (served at /mcp); default "127.0.0.1:8080".
+	// "127.0.0.1:0" picks a free port (see MCPURL).
+	Listen string
+	// AdminListen is the admin API address; default "127.0.0.1:8082".
+	AdminListen string
+	// Coalesce is the least time between two resync batches: the first
+	// change after a quiet period is applied at once, later ones within the
+	// window are applied together at its end. Default 250ms.
+	Coalesce time.Duration
+	// CallTimeout bounds each request forwarded to a backend; default 60s.
+	CallTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight calls; default 10s.
+	ShutdownTimeout time.Duration
+	// SessionTimeout closes sessions idle (no POST) for this long; 0 never.
+	SessionTimeout time.Duration
+	// BackendHTTPClient talks to backends; default a client without a
+	// timeout (a timeout would cut streams; CallTimeout bounds calls).
+	BackendHTTPClient *http.Client
+	// Logger receives the edge's logs; default none. Tool arguments are
+	// never logged.
+	Logger *zerolog.Logger
+	// Registry receives the edge's metrics; default a new registry.
+	Registry *prometheus.Registry
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.ID, "edge")
+	def(&c.Group, "default")
+	def(&c.Separator, catalog.DefaultSeparator)
+	def(&c.Listen, "127.0.0.1:8080")
+	def(&c.AdminListen, "127.0.0.1:8082")
+	if c.Coalesce == 0 {
+		c.Coalesce = 250 * time.Millisecond
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 60 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.BackendHTTPClient == nil {
+		c.BackendHTTPClient = &http.Client{}
+	}
+	if c.Logger == nil {
+		nop := zerolog.Nop()
+		c.Logger = &nop
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	return c
+}
+
+// Edge is a passthrough MCP edge: it follows the event log, serves the view
+// of its group on /mcp and forwards calls to the backends.
+type Edge struct {
+	opts   Options
+	log    zerolog.Logger
+	slog   *slog.Logger
+	reader *events.Reader
+	m      *metrics
+	pool   *pool
+
+	mcpLn, adminLn net.Listener
+
+	empty    *served
+	backends atomic.Pointer[map[string]events.BackendConfig]
+	// confirmed is the last generation at which the served view was found
+	// current (it may be newer than the view's own generation).
+	confirmed atomic.Uint64
+	ready     atomic.Bool
+	inflight  atomic.Int64 // forwarded calls in progress
+
+	mu       sync.Mutex
+	cur      *served
+	sessions map[string]*session
+	shared   *session // answers 2026-07-28 requests other than listen
+
+	evMu      sync.Mutex
+	evTimes   []eventTime // events of the group not yet in a batch
+	lastGroup *events.Group
+
+	wg sync.WaitGroup // session watchers
+}
+
+type eventTime struct {
+	gen uint64
+	at  time.Time
+}
+
+// New returns an edge reading log. It binds its listeners at once (so that
+// MCPURL and AdminURL are known); Run serves them.
+func New(log *events.Log, o *Options) (*Edge, error) {
+	opts := o.withDefaults()
+	e := &Edge{opts: opts, log: opts.Logger.With().Str("edge", opts.ID).Str("group", opts.Group).Logger(),
+		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}}
+	e.m = newMetrics(opts.Registry)
+	e.empty = emptyServed()
+	e.cur = e.empty
+	e.backends.Store(&map[string]events.BackendConfig{})
+	e.pool = newPool(opts.BackendHTTPClient, opts.CallTimeout, e.m)
+	e.reader = events.NewReader(log, &events.ReaderOptions{Metrics: e.m.events, OnEvent: e.onEvent,
+		OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }})
+	var err error
+	if e.mcpLn, err = net.Listen("tcp", opts.Listen); err != nil {
+		return nil, fmt.Errorf("edge: listen %s: %w", opts.Listen, err)
+	}
+	if e.adminLn, err = net.Listen("tcp", opts.AdminListen); err != nil {
+		e.mcpLn.Close()
+		return nil, fmt.Errorf("edge: admin listen %s: %w", opts.AdminListen, err)
+	}
+	e.shared = e.newSession("", kindStateless, "2026-07-28")
+	e.open(e.shared)
+	return e, nil
+}
+
+// MCPURL is the MCP endpoint, http://ADDR/mcp.
+func (e *Edge) MCPURL() string { return "http://" + e.mcpLn.Addr().String() + "/mcp" }
+
+// AdminURL is the admin API's base URL.
+func (e *Edge) AdminURL() string { return "http://" + e.adminLn.Addr().String() }
+
+// Ready reports whether the edge has caught up with the event log and
+// serves the view of that state.
+func (e *Edge) Ready() bool { return e.ready.Load() }
+
+// current is the served view.
+func (e *Edge) current() *served {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cur
+}
+
+// Run follows the event log and serves until ctx ends, then drains
+// in-flight calls (up to ShutdownTimeout), closes sessions and backend
+// connections. It returns after all its goroutines have ended: nil after
+// ctx ended, or the error that stopped a server.
+func (e *Edge) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var failOnce sync.Once
+	var failed error
+	watch, stop := e.reader.Watch()
+	defer stop()
+	mcpSrv := &http.Server{Handler: e.mcpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	adminSrv := &http.Server{Handler: e.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	serve := func(srv *http.Server, ln net.Listener, what string) {
+		wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				failOnce.Do(func() { failed = fmt.Errorf("edge: serve %s: %w", what, err) })
+				cancel()
+			}
+		})
+	}
+	wg.Go(func() { _ = e.reader.Run(ctx) })
+	wg.Go(func() { e.follow(ctx, watch) })
+	serve(mcpSrv, e.mcpLn, "mcp")
+	serve(adminSrv, e.adminLn, "admin")
+	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")
+
+	<-ctx.Done()
+	e.ready.Store(false)
+	e.shutdown(mcpSrv)
+	sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+	_ = adminSrv.Shutdown(sctx)
+	scancel()
+	_ = adminSrv.Close()
+	wg.Wait()
+	e.wg.Wait()
+	return failed
+}
+
+// shutdown stops accepting, waits for in-flight calls up to the deadline,
+// then ends every session (and with them the long-lived streams that would
+// keep http.Server.Shutdown waiting) and the backend connections.
+func (e *Edge) shutdown(srv *http.Server) {
+	dctx, dcancel := context.WithTimeout(context.Background(), e.opts.ShutdownTimeout)
+	defer dcancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(dctx) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	for e.inflight.Load() > 0 && dctx.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-dctx.Done():
+			e.log.Warn().Int64("calls", e.inflight.Load()).Msg("shutdown: in-flight calls did not finish before the deadline")
+		}
+	}
+	tick.Stop()
+	e.mu.Lock()
+	all := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		all = append(all, s)
+	}
+	e.mu.Unlock()
+	// A session whose client stopped reading cannot finish closing until
+	// its connection is cut: close them all concurrently, then cut the
+	// connections that are left and wait for the closes to finish.
+	var closing sync.WaitGroup
+	for _, s := range all {
+		closing.Go(s.close)
+	}
+	if err := <-done; err != nil {
+		_ = srv.Close()
+	}
+	closing.Wait()
+	e.pool.closeAll()
+}
+
+// onEvent notes the stream timestamp of events of the group, for the
+// event-to-notification latency.
+func (e *Edge) onEvent(ev *eventspb.Event, _ *events.State) {
+	if ev.GetGroup() != e.opts.Group {
+		return
+	}
+	e.evMu.Lock()
+	e.evTimes = append(e.evTimes, eventTime{gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
+	e.evMu.Unlock()
+}
+
+// takeEventTime removes the events up to gen and returns the oldest
+// timestamp among them (zero when none).
+func (e *Edge) takeEventTime(gen uint64) time.Time {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	var oldest time.Time
+	n := 0
+	for _, et := range e.evTimes {
+		if et.gen > gen {
+			e.evTimes[n] = et
+			n++
+			continue
+		}
+		if oldest.IsZero() || et.at.Before(oldest) {
+			oldest = et.at
+		}
+	}
+	e.evTimes = e.evTimes[:n]
+	return oldest
+}

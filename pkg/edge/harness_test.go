@@ -1,0 +1,278 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// fleet is an event log on an embedded NATS node plus a writer publishing
+// what the controller would.
+type fleet struct {
+	t   testing.TB
+	log *events.Log
+	w   *events.Writer
+	n   atomic.Int64
+}
+
+func newFleet(t testing.TB) *fleet {
+	t.Helper()
+	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	nc, err := nats.Connect(node.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	log, err := events.OpenLog(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := events.NewWriter(ctx, log, "test-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fleet{t: t, log: log, w: w}
+}
+
+func (f *fleet) publish(ev *eventspb.Event) uint64 {
+	f.t.Helper()
+	gen, err := f.w.Publish(context.Background(), ev, fmt.Sprintf("test-%d", f.n.Add(1)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return gen
+}
+
+func (f *fleet) add(group string, b *demobackend.Backend) {
+	f.publish(events.NewBackendAdded(time.Now(), group, b.Name(), events.BackendConfig{URL: b.URL(), Transport: "streamable-http"}))
+}
+
+func (f *fleet) remove(group string, b *demobackend.Backend) {
+	f.publish(events.NewBackendRemoved(time.Now(), group, b.Name(), events.BackendConfig{URL: b.URL(), Transport: "streamable-http"}))
+}
+
+func (f *fleet) health(group, name string, advertisable bool) uint64 {
+	to, from := "healthy", "unhealthy"
+	if !advertisable {
+		to, from = from, to
+	}
+	return f.publish(events.NewHealthChanged(time.Now(), group, name, from, to, advertisable, "test"))
+}
+
+func (f *fleet) catalog(group, name string, c *events.Catalog) {
+	f.t.Helper()
+	ev, err := events.NewCatalogChanged(time.Now(), group, name, c)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.publish(ev)
+}
+
+// healthyBackend publishes b as added, with its real catalog, advertisable.
+func (f *fleet) healthyBackend(group string, b *demobackend.Backend) {
+	f.add(group, b)
+	f.catalog(group, b.Name(), listCatalog(f.t, b))
+	f.health(group, b.Name(), true)
+}
+
+// startBackend starts a demo backend for the test.
+func startBackend(t testing.TB, name string, o *demobackend.Options) *demobackend.Backend {
+	t.Helper()
+	b := demobackend.New(name, o)
+	if err := b.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	return b
+}
+
+// listCatalog lists b's real definitions with a go-sdk client, as the
+// controller does.
+func listCatalog(t testing.TB, b *demobackend.Backend) *events.Catalog {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "lister"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL(), DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	cat := &events.Catalog{}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat.Tools = append(cat.Tools, mustJSON(t, tool))
+	}
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat.Resources = append(cat.Resources, mustJSON(t, r))
+	}
+	for p, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat.Prompts = append(cat.Prompts, mustJSON(t, p))
+	}
+	if cat.Digest, err = catalog.Digest(cat.Tools); err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func mustJSON(t testing.TB, v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// startEdge runs an edge on loopback until the test ends and waits until
+// it is ready.
+func startEdge(t testing.TB, f *fleet, o *Options) *Edge {
+	t.Helper()
+	opts := Options{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", CallTimeout: 10 * time.Second}
+	if o != nil {
+		opts = *o
+		opts.Listen, opts.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	}
+	e, err := New(f.log, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("edge Run: %v", err)
+		}
+	})
+	eventually(t, 30*time.Second, "edge ready", e.Ready)
+	return e
+}
+
+// client is a go-sdk client session on an edge that counts list_changed
+// notifications.
+type client struct {
+	cs      *mcp.ClientSession
+	changed atomic.Int64
+	signal  chan struct{}
+	mu      sync.Mutex
+	times   []time.Time
+}
+
+// connect opens a client session; version "" is the go-sdk default
+// (2026-07-28), "2025-11-25" the session-based protocol.
+func connect(t testing.TB, url, version string) *client {
+	t.Helper()
+	cl := &client{signal: make(chan struct{}, 1)}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			cl.mu.Lock()
+			cl.times = append(cl.times, time.Now())
+			cl.mu.Unlock()
+			cl.changed.Add(1)
+			select {
+			case cl.signal <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	cl.cs = cs
+	return cl
+}
+
+// toolNames lists the session's tools.
+func (c *client) toolNames(t testing.TB) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	names := map[string]bool{}
+	for tool, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[tool.Name] = true
+	}
+	return names
+}
+
+// waitChanged waits until the client has seen at least n list_changed.
+func (c *client) waitChanged(t testing.TB, n int64, d time.Duration) {
+	t.Helper()
+	eventually(t, d, fmt.Sprintf("%d tools/list_changed", n), func() bool { return c.changed.Load() >= n })
+}
+
+func (c *client) call(t testing.TB, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// versions are the two protocol generations the tests exercise.
+var versions = []struct{ name, version string }{{"session-2025-11-25", "2025-11-25"}, {"stateless-2026-07-28", ""}}

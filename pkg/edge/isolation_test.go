@@ -1,0 +1,181 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
+)
+
+// stuckHTTPClient initializes a session with raw HTTP, opens its GET
+// stream and never reads it.
+func stuckHTTPClient(t *testing.T, url string) {
+	t.Helper()
+	post := func(sid, body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stuck","version":"0"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if sid == "" {
+		t.Fatalf("initialize: status %d, no session id", resp.StatusCode)
+	}
+	resp = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	get, err := http.DefaultClient.Do(req) // never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { get.Body.Close() })
+}
+
+// stalledPeer connects a session server to an in-memory peer that never
+// reads, so every write to it blocks: the worst stuck client.
+func stalledPeer(t *testing.T, e *Edge) {
+	t.Helper()
+	s := e.newSession("stalled", kindSession, "2025-11-25")
+	e.open(s)
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := s.srv.Connect(ctx, st, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
+		InitializeParams:  &mcp.InitializeParams{ProtocolVersion: "2025-11-25", ClientInfo: &mcp.Implementation{Name: "stalled"}},
+		InitializedParams: &mcp.InitializedParams{}}}); err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ct.Connect(ctx) // never read: from the second message on, writes block
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() }) // runs before the edge's cleanup
+	e.track(s)
+}
+
+// A client that stops reading delays no notification to 20 others.
+func TestStuckClientDoesNotDelayOthers(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e := startEdge(t, f, &Options{Coalesce: 10 * time.Millisecond})
+	stuckHTTPClient(t, e.MCPURL())
+	stalledPeer(t, e)
+	var clients []*client
+	for i := range 20 {
+		v := "2025-11-25"
+		if i%2 == 1 {
+			v = ""
+		}
+		clients = append(clients, connect(t, e.MCPURL(), v))
+	}
+	if n := len(e.Sessions()); n < 22 {
+		t.Fatalf("%d sessions on the edge, want at least 22", n)
+	}
+	for round := int64(1); round <= 4; round++ {
+		f.health("default", "alpha", round%2 == 0)
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			wg.Go(func() { c.waitChanged(t, round, 5*time.Second) })
+		}
+		wg.Wait()
+	}
+	// The stalled peer really was stuck: its later notifications found the
+	// previous one still being written.
+	eventually(t, 10*time.Second, "a skipped notification", func() bool { return testutil.ToFloat64(e.m.notifyDropped) >= 1 })
+}
+
+// Exposed-name collisions are resolved the same way whatever the order of
+// the events, and reported by the admin API, the metrics and the lists.
+func TestCollisionDeterministicAndReported(t *testing.T) {
+	tool := func(name string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, name))
+	}
+	publish := func(f *fleet, backend string, tools ...string) {
+		f.publish(events.NewBackendAdded(time.Now(), "default", backend, events.BackendConfig{URL: "http://127.0.0.1:1/mcp"}))
+		cat := &events.Catalog{}
+		for _, n := range tools {
+			cat.Tools = append(cat.Tools, tool(n))
+		}
+		f.catalog("default", backend, cat)
+		f.health("default", backend, true)
+	}
+	var views []ViewInfo
+	for _, order := range [][]string{{"x", "x_y"}, {"x_y", "x"}} {
+		f := newFleet(t)
+		for _, backend := range order {
+			if backend == "x" {
+				publish(f, "x", "y_z")
+			} else {
+				publish(f, "x_y", "z")
+			}
+		}
+		e := startEdge(t, f, nil)
+		eventually(t, 20*time.Second, "both backends in the view", func() bool { return len(e.View().Tools) == 2 })
+		c := connect(t, e.MCPURL(), "2025-11-25")
+		if names := c.toolNames(t); !names["x_y_z"] || !names["x_y_z_2"] {
+			t.Fatalf("tools: %v", names)
+		}
+		var v ViewInfo
+		getJSON(t, e.AdminURL()+"/v1/view", &v)
+		if len(v.Collisions) != 1 {
+			t.Fatalf("collisions: %+v", v.Collisions)
+		}
+		if m := get(t, e.AdminURL()+"/metrics"); !strings.Contains(m, "fleetgate_edge_view_collisions 1") {
+			t.Fatalf("metrics lack the collision gauge")
+		}
+		views = append(views, v)
+	}
+	c := views[0].Collisions[0]
+	if c.Backend != "x_y" || c.Original != "z" || c.KeptBy != "x" || c.Exposed != "x_y_z_2" {
+		t.Fatalf("collision %+v: want x/y_z to keep x_y_z and x_y/z to get x_y_z_2", c)
+	}
+	if views[0].Digest != views[1].Digest || fmt.Sprint(views[0].Collisions) != fmt.Sprint(views[1].Collisions) {
+		t.Fatalf("order-dependent result: %+v vs %+v", views[0], views[1])
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	if err := json.NewDecoder(bufio.NewReader(strings.NewReader(get(t, url)))).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}

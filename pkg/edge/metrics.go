@@ -1,0 +1,69 @@
+package edge
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
+)
+
+// metrics are the edge's Prometheus collectors, all registered on one
+// registry served at the admin /metrics.
+type metrics struct {
+	reg           *prometheus.Registry
+	events        *events.Metrics
+	sessions      *prometheus.GaugeVec
+	notifications *prometheus.CounterVec
+	batches       prometheus.Counter
+	latency       prometheus.Histogram
+	applied       prometheus.Gauge
+	viewTools     prometheus.Gauge
+	collisions    prometheus.Gauge
+	callSeconds   *prometheus.HistogramVec
+	callErrors    *prometheus.CounterVec
+	unknownCalls  prometheus.Counter
+	notifyDropped prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		reg:    reg,
+		events: events.NewMetrics(reg),
+		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fleetgate_edge_sessions",
+			Help: "Live MCP sessions on this edge, by kind (session: Mcp-Session-Id sessions; listen: 2026-07-28 subscriptions/listen streams)."},
+			[]string{"kind"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_notifications_sent_total",
+			Help: "List-changed notifications written to clients, by method."}, []string{"method"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_resync_batches_total",
+			Help: "Coalesced resync batches that changed the served view and were applied to the sessions."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetgate_edge_event_to_notification_seconds",
+			Help:    "Time from an event's timestamp in the stream to a list_changed notification it caused being sent to a session.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		applied: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_applied_generation",
+			Help: "Generation of the fleet state whose view the edge serves."}),
+		viewTools: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_view_tools",
+			Help: "Tools in the served view."}),
+		collisions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_view_collisions",
+			Help: "Exposed-name collisions in the served view (see /v1/view for which)."}),
+		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleetgate_edge_backend_call_seconds",
+			Help:    "Latency of requests the edge forwards to backends, by backend and method.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"backend", "method"}),
+		callErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_backend_call_errors_total",
+			Help: "Forwarded requests that failed, by backend and method."}, []string{"backend", "method"}),
+		unknownCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_unavailable_calls_total",
+			Help: "Calls naming a tool, prompt or resource the served view does not hold."}),
+		notifyDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_notifications_skipped_total",
+			Help: "List-changed notifications not sent because the previous one to that session was still being written (a client not reading)."}),
+	}
+	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
+		m.callSeconds, m.callErrors, m.unknownCalls, m.notifyDropped)
+	return m
+}
+
+func (m *metrics) backendCall(backend, method string, d time.Duration, err error) {
+	m.callSeconds.WithLabelValues(backend, method).Observe(d.Seconds())
+	if err != nil {
+		m.callErrors.WithLabelValues(backend, method).Inc()
+	}
+}

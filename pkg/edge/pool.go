@@ -1,0 +1,188 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pool holds one persistent go-sdk client session per backend, created on
+// first use and replaced when the backend forgets it (a restart) or the
+// connection breaks.
+type pool struct {
+	client  *mcp.Client
+	http    *http.Client
+	timeout time.Duration
+	m       *metrics
+
+	mu    sync.Mutex
+	conns map[string]*backendConn
+}
+
+// backendConn is the pooled session of one backend. mu serializes
+// connecting; calls run concurrently on the session.
+type backendConn struct {
+	name string
+	url  string
+
+	mu sync.Mutex
+	cs *mcp.ClientSession
+}
+
+func newPool(hc *http.Client, timeout time.Duration, m *metrics) *pool {
+	return &pool{
+		client:  mcp.NewClient(&mcp.Implementation{Name: "fleetgate-edge", Version: "0.1.0"}, nil),
+		http:    hc,
+		timeout: timeout,
+		m:       m,
+		conns:   map[string]*backendConn{},
+	}
+}
+
+// conn returns the pooled connection of backend name at url; a URL change
+// replaces it.
+func (p *pool) conn(name, url string) *backendConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[name]
+	if c != nil && c.url == url {
+		return c
+	}
+	if c != nil {
+		go c.close()
+	}
+	c = &backendConn{name: name, url: url}
+	p.conns[name] = c
+	return c
+}
+
+// prune closes the connections of backends not in keep.
+func (p *pool) prune(keep func(name, url string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, c := range p.conns {
+		if !keep(name, c.url) {
+			delete(p.conns, name)
+			go c.close()
+		}
+	}
+}
+
+// closeAll closes every pooled session.
+func (p *pool) closeAll() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = map[string]*backendConn{}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+func (c *backendConn) close() {
+	c.mu.Lock()
+	cs := c.cs
+	c.cs = nil
+	c.mu.Unlock()
+	if cs != nil {
+		_ = cs.Close()
+	}
+}
+
+// session returns the live session, connecting if there is none.
+func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != nil {
+		return c.cs, nil
+	}
+	t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.http, MaxRetries: 2,
+		// The edge learns of catalog changes from the event log, not from
+		// backends, so it needs no standalone stream.
+		DisableStandaloneSSE: true}
+	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return nil, fmt.Errorf("connect backend %q at %s: %w", c.name, c.url, err)
+	}
+	c.cs = cs
+	return cs, nil
+}
+
+// drop forgets cs if it is still the pooled session.
+func (c *backendConn) drop(cs *mcp.ClientSession) {
+	c.mu.Lock()
+	if c.cs == cs {
+		c.cs = nil
+	}
+	c.mu.Unlock()
+	_ = cs.Close()
+}
+
+// do runs op on the backend's pooled session under the per-call timeout.
+// When the backend no longer knows the session (it restarted) or the
+// request could not be delivered, it was not processed, so op is retried
+// once on a fresh session; a broken
+// connection drops the session so that the next call reconnects, but the
+// call is not repeated (it may have reached the backend).
+func do[T any](ctx context.Context, p *pool, backend, url, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+	var zero T
+	ctx, cancel := detach(ctx, p.timeout)
+	defer cancel()
+	start := time.Now()
+	c := p.conn(backend, url)
+	var res T
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var cs *mcp.ClientSession
+		cs, err = p.session(ctx, c)
+		if err != nil {
+			break
+		}
+		res, err = op(ctx, cs)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, mcp.ErrSessionMissing) || notSent(err) {
+			c.drop(cs)
+			continue
+		}
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			c.drop(cs)
+		}
+		break
+	}
+	p.m.backendCall(backend, method, time.Since(start), err)
+	if err != nil {
+		return zero, fmt.Errorf("backend %q: %s: %w", backend, method, err)
+	}
+	return res, nil
+}
+
+// codeRejected is the JSON-RPC code the go-sdk client gives a request
+// that its HTTP transport could not deliver ("rejected by transport", e.g.
+// a pooled keep-alive connection the backend closed when it restarted).
+const codeRejected = -32005
+
+// notSent reports whether err says the request never reached the backend,
+// so that retrying it on a new session cannot run it twice.
+func notSent(err error) bool {
+	var werr *jsonrpc.Error
+	return errors.As(err, &werr) && werr.Code == codeRejected
+}
+
+// detach returns a context that ends when parent ends or after timeout but
+// carries none of parent's values. The go-sdk keeps the protocol version
+// of the request being served in a context value that its client would
+// also send to the backend (a 2026-07-28 request would make the edge
+// speak 2026-07-28 to a backend that does not).
+func detach(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	stop := context.AfterFunc(parent, cancel)
+	return ctx, func() { stop(); cancel() }
+}

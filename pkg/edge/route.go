@@ -1,0 +1,90 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrUnavailable is wrapped by the errors of prompts and resources the
+// served view does not hold (tool calls get an isError result instead).
+var ErrUnavailable = errors.New("not available on this edge")
+
+// unavailable is the result of a call to a tool the view does not hold.
+func (e *Edge) unavailable(name string) *mcp.CallToolResult {
+	e.m.unknownCalls.Inc()
+	e.log.Info().Str("tool", name).Msg("call to a tool not in the served view")
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); list the tools again",
+			name, e.opts.Group)}}}
+}
+
+// backendURL returns the URL of an advertisable backend.
+func (e *Edge) backendURL(name string) (string, bool) {
+	cfg, ok := (*e.backends.Load())[name]
+	return cfg.URL, ok
+}
+
+// callTool routes a tools/call to the owning backend under the tool's
+// original name.
+func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	e.inflight.Add(1)
+	defer e.inflight.Add(-1)
+	name := req.Params.Name
+	entry, ok := e.current().view.Tool(name)
+	if !ok {
+		return e.unavailable(name), nil
+	}
+	url, ok := e.backendURL(entry.Backend)
+	if !ok {
+		return e.unavailable(name), nil
+	}
+	params := &mcp.CallToolParams{Name: entry.Original}
+	if len(req.Params.Arguments) > 0 {
+		params.Arguments = req.Params.Arguments
+	}
+	res, err := do(ctx, e.pool, entry.Backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, params)
+	})
+	if err != nil {
+		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("tool %q: the call to backend %q failed: %v", name, entry.Backend, err)}}}, nil
+	}
+	return res, nil
+}
+
+// getPrompt routes prompts/get to the owning backend.
+func (e *Edge) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	e.inflight.Add(1)
+	defer e.inflight.Add(-1)
+	name := req.Params.Name
+	entry, ok := e.current().view.Prompt(name)
+	url, ok2 := e.backendURL(entry.Backend)
+	if !ok || !ok2 {
+		e.m.unknownCalls.Inc()
+		return nil, fmt.Errorf("prompt %q: %w", name, ErrUnavailable)
+	}
+	params := &mcp.GetPromptParams{Name: entry.Original, Arguments: req.Params.Arguments}
+	return do(ctx, e.pool, entry.Backend, url, "prompts/get", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+		return cs.GetPrompt(ctx, params)
+	})
+}
+
+// readResource routes resources/read to the backend owning the URI.
+func (e *Edge) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	e.inflight.Add(1)
+	defer e.inflight.Add(-1)
+	uri := req.Params.URI
+	entry, ok := e.current().view.Resource(uri)
+	url, ok2 := e.backendURL(entry.Backend)
+	if !ok || !ok2 {
+		e.m.unknownCalls.Inc()
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return do(ctx, e.pool, entry.Backend, url, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	})
+}

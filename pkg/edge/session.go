@@ -1,0 +1,258 @@
+package edge
+
+import (
+	"context"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Session kinds.
+const (
+	kindSession   = "session"   // Mcp-Session-Id session (2025-03-26 .. 2025-11-25)
+	kindListen    = "listen"    // 2026-07-28 subscriptions/listen stream
+	kindStateless = "stateless" // the shared server answering 2026-07-28 requests
+)
+
+// session is one client session and the go-sdk Server that serves only
+// it. One Server per session keeps a client that stops reading from
+// delaying the notifications of the others (the go-sdk notifies the
+// sessions of one Server one after the other), and lets each session hold
+// the registry it was last given.
+type session struct {
+	id      string
+	kind    string
+	srv     *mcp.Server
+	created time.Time
+
+	protocol atomic.Pointer[string]
+	// since is the stream timestamp (unix nanos) of the oldest event whose
+	// change this session has not yet been notified of; 0 when none.
+	since atomic.Int64
+
+	mu      sync.Mutex // serializes changes to srv's registry
+	applied *served
+	marker  bool // markerTool is registered on srv
+	// notified records, per list_changed method, the served value the
+	// last notification of that method was sent for; sending, the methods
+	// whose notification is being written.
+	notified map[string]*served
+	sending  map[string]bool
+}
+
+// newSession builds the session server. It is not yet registered or
+// populated; see Edge.open.
+func (e *Edge) newSession(id, kind, protocol string) *session {
+	s := &session{id: id, kind: kind, created: time.Now(), notified: map[string]*served{}, sending: map[string]bool{}}
+	if protocol != "" {
+		s.protocol.Store(&protocol)
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + e.opts.Group, Version: "0.1.0"},
+		&mcp.ServerOptions{
+			// R1: the session server's ID is fixed, so that a later
+			// rehydration from a stored session record can rebuild the very
+			// same session on another edge.
+			GetSessionID: func() string { return id },
+			Capabilities: &mcp.ServerCapabilities{
+				Tools:     &mcp.ToolCapabilities{ListChanged: true},
+				Resources: &mcp.ResourceCapabilities{ListChanged: true},
+				Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			},
+			Logger: e.slog,
+		})
+	if kind != kindStateless {
+		s.srv.AddTool(markerTool, nil) // no session yet: no notification
+		s.marker = true
+	}
+	s.srv.AddReceivingMiddleware(e.receiving(s))
+	s.srv.AddSendingMiddleware(e.sending(s))
+	return s
+}
+
+// protocolVersion is the negotiated (or, for 2026-07-28 requests, the
+// requested) protocol version; empty before initialization.
+func (s *session) protocolVersion() string {
+	if p := s.protocol.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// apply gives the session next. The registry a session serves is the
+// served value it points to, so the swap is atomic: a concurrent list sees
+// the old lists or the new ones, never a mix. Then one go-sdk registry
+// change per changed list kind makes the go-sdk send exactly one
+// list_changed of that kind to this session, from this session's own
+// timer. For tools that change is removing the hidden marker tool when it
+// is registered (cheap) and adding it otherwise (the go-sdk re-marshals
+// and decodes the schema of every added tool, ~35 KB of garbage each);
+// refill re-adds removed markers after the batch, off the fan-out path.
+// eventTime is the oldest event timestamp the change carries.
+func (s *session) apply(next *served, c change, eventTime time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.applied == next {
+		return
+	}
+	s.applied = next
+	if c.empty() || s.kind == kindStateless {
+		return // the shared stateless server has no one to notify
+	}
+	if !eventTime.IsZero() {
+		s.since.CompareAndSwap(0, eventTime.UnixNano())
+	}
+	if c.tools {
+		if s.marker {
+			s.srv.RemoveTools(markerTool.Name)
+		} else {
+			s.srv.AddTool(markerTool, nil)
+		}
+		s.marker = !s.marker
+	}
+	if c.prompts {
+		s.srv.AddPrompt(markerPrompt, nil)
+	}
+	if c.resources {
+		s.srv.AddResource(markerResource, nil)
+	}
+}
+
+// refill registers the marker tool again if a batch removed it. The
+// notification this raises is dropped by Edge.sending when the session was
+// already told of its served value.
+func (s *session) refill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.marker && s.kind != kindStateless {
+		s.srv.AddTool(markerTool, nil)
+		s.marker = true
+	}
+}
+
+// The markers are registered only to make the go-sdk notify: the lists and
+// calls of a session are answered from its served value (see
+// Edge.receiving), so clients never see them.
+var (
+	markerTool     = &mcp.Tool{Name: "fleetgate.marker", InputSchema: &jsonschema.Schema{Type: "object"}}
+	markerPrompt   = &mcp.Prompt{Name: "fleetgate.marker"}
+	markerResource = &mcp.Resource{Name: "fleetgate.marker", URI: "fleetgate:marker"}
+)
+
+// close ends the session's go-sdk sessions (their streams end too).
+func (s *session) close() {
+	for ss := range s.srv.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// open registers a new session and gives it the current view. It is
+// registered under the edge lock that a resync takes to swap the view, so
+// it either gets the new view here or is among the sessions the resync
+// updates.
+func (e *Edge) open(s *session) {
+	e.mu.Lock()
+	s.mu.Lock()
+	s.applied = e.cur
+	s.mu.Unlock()
+	if s.kind != kindStateless {
+		e.sessions[s.id] = s
+		e.m.sessions.WithLabelValues(s.kind).Inc()
+	}
+	e.mu.Unlock()
+}
+
+// served returns the session's applied served value.
+func (s *session) served() *served {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied
+}
+
+// forget unregisters a session.
+func (e *Edge) forget(s *session) {
+	e.mu.Lock()
+	if e.sessions[s.id] == s {
+		delete(e.sessions, s.id)
+		e.m.sessions.WithLabelValues(s.kind).Dec()
+	}
+	e.mu.Unlock()
+}
+
+// lookup returns the registered session with id, or nil.
+func (e *Edge) lookup(id string) *session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sessions[id]
+}
+
+// track forgets s once its go-sdk session ends (at once if none was made).
+func (e *Edge) track(s *session) {
+	n := 0
+	for ss := range s.srv.Sessions() {
+		n++
+		e.wg.Go(func() {
+			_ = ss.Wait()
+			e.forget(s)
+		})
+	}
+	if n == 0 {
+		e.forget(s)
+	}
+}
+
+// sending makes list_changed notifications exactly one per applied batch,
+// counts them and observes their latency from the event that caused them.
+//
+// The go-sdk sends a list_changed 10ms after the last change to a Server's
+// list. A notification for a served value this session was already
+// notified of is dropped, so that a client hears of each applied batch
+// once whatever the timing of the markers; so is one raised while the
+// previous one of its kind is still being written.
+func (e *Edge) sending(s *session) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+			default:
+				return next(ctx, method, req)
+			}
+			if s.kind == kindStateless { // many request sessions share it
+				return next(ctx, method, req)
+			}
+			s.mu.Lock()
+			dup := s.notified[method] == s.applied
+			busy := s.sending[method]
+			if !dup && !busy {
+				s.notified[method] = s.applied
+				s.sending[method] = true
+			}
+			s.mu.Unlock()
+			if dup {
+				return nil, nil
+			}
+			if busy {
+				// The previous one is still being written: the client is not
+				// reading. It tells the client to list again, which covers
+				// this change too; queuing more would only pile up blocked
+				// goroutines.
+				e.m.notifyDropped.Inc()
+				return nil, nil
+			}
+			res, err := next(ctx, method, req)
+			s.mu.Lock()
+			s.sending[method] = false
+			s.mu.Unlock()
+			if err == nil {
+				e.m.notifications.WithLabelValues(method).Inc()
+				if since := s.since.Swap(0); since != 0 {
+					e.m.latency.Observe(time.Since(time.Unix(0, since)).Seconds())
+				}
+			}
+			return res, err
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// newProtocol is the first protocol version without sessions
+// (subscriptions/listen instead of the standalone GET stream).
+const newProtocol = "2026-07-28"
+
+// maxBody bounds request bodies (the go-sdk's default).
+const maxBody = 4 << 20
+
+// holderKey carries, through the go-sdk handler, the session server a
+// request creates: getServer runs more than once per request.
+type holderKey struct{}
+
+type holder struct {
+	id, kind, protocol string
+	s                  *session
+}
+
+// mcpHandler serves /mcp. Requests of protocol 2026-07-28 and later go to
+// a stateless go-sdk handler, the rest to a stateful one ("split
+// routing"): session-based clients get a server of their own at
+// initialize, and each 2026-07-28 subscriptions/listen stream gets one for
+// as long as it is open. Other 2026-07-28 requests share one server.
+func (e *Edge) mcpHandler() http.Handler {
+	stateful := mcp.NewStreamableHTTPHandler(e.getStatefulServer, &mcp.StreamableHTTPOptions{
+		SessionTimeout: e.opts.SessionTimeout, Logger: e.slog})
+	stateless := mcp.NewStreamableHTTPHandler(e.getStatelessServer, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: e.slog})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= newProtocol {
+			e.serveStateless(stateless, w, r, v)
+			return
+		}
+		e.serveStateful(stateful, w, r)
+	})
+	return mux
+}
+
+func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
+		// An unknown session id is answered 404 by the go-sdk, and the
+		// client starts over. A later issue rehydrates it here from a
+		// stored session record instead (R1: replay initialize into a
+		// server made with the same fixed session id).
+		h.ServeHTTP(w, r)
+		return
+	}
+	hd := &holder{id: rand.Text(), kind: kindSession}
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
+	if hd.s != nil {
+		e.track(hd.s)
+	}
+}
+
+func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Request, version string) {
+	if r.Method != http.MethodPost || !isListen(w, r) {
+		h.ServeHTTP(w, r)
+		return
+	}
+	hd := &holder{id: "listen-" + rand.Text(), kind: kindListen, protocol: version}
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
+	if hd.s != nil {
+		e.forget(hd.s)
+	}
+}
+
+// isListen reports whether the POST body is a subscriptions/listen
+// request, leaving the body readable again.
+func isListen(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil || !bytes.Contains(body, []byte("subscriptions/listen")) {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if strings.HasPrefix(strings.TrimSpace(string(body)), "[") {
+		var batch []json.RawMessage
+		if json.Unmarshal(body, &batch) != nil || len(batch) != 1 {
+			return false
+		}
+		body = batch[0]
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen"
+}
+
+// getStatefulServer is the go-sdk's getServer: a map lookup for a known
+// session, the request's own new server for an initialize.
+func (e *Edge) getStatefulServer(r *http.Request) *mcp.Server {
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		if s := e.lookup(sid); s != nil {
+			return s.srv
+		}
+		return nil // the go-sdk answers 404 for the unknown session
+	}
+	return e.held(r)
+}
+
+func (e *Edge) getStatelessServer(r *http.Request) *mcp.Server {
+	if srv := e.held(r); srv != nil {
+		return srv
+	}
+	return e.shared.srv
+}
+
+// held returns the server of the request's holder, creating it on first
+// use; nil when the request carries no holder.
+func (e *Edge) held(r *http.Request) *mcp.Server {
+	hd, _ := r.Context().Value(holderKey{}).(*holder)
+	if hd == nil {
+		return nil
+	}
+	if hd.s == nil {
+		hd.s = e.newSession(hd.id, hd.kind, hd.protocol)
+		e.open(hd.s)
+	}
+	return hd.s.srv
+}
