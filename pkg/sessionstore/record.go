@@ -1,0 +1,115 @@
+package sessionstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/convergence"
+)
+
+// MaxRecordSize is the largest encoded record the store accepts. Records
+// are read on every rehydration, so they stay small; the convergence
+// evidence is bounded by convergence.MaxCursorChain.
+const MaxRecordSize = 64 << 10
+
+// Mode is how the session's edge serves tools.
+type Mode string
+
+// Modes of a session.
+const (
+	ModePassthrough Mode = "passthrough"
+	ModeOptimizer   Mode = "optimizer"
+)
+
+// Record is the state an edge needs to serve an MCP session it did not
+// create: who owns it, what was negotiated, and what the client has seen.
+// It is plain data and marshals to JSON with snake_case keys.
+type Record struct {
+	// ID is the session id (the Mcp-Session-Id header); see ValidateID.
+	ID string `json:"id"`
+	// Owner is OwnerHash of the authenticated identity that created the
+	// session; "" for an unauthenticated session. An edge serves the
+	// session only to a request whose identity hashes to the same value.
+	Owner string `json:"owner,omitempty"`
+	// Group is the backend group the session is bound to.
+	Group string `json:"group"`
+	// Mode is ModePassthrough or ModeOptimizer.
+	Mode Mode `json:"mode"`
+	// InitializeParams are the client's initialize request params, kept so
+	// that another edge can rebuild the session. They are stored as JSON
+	// without HTML escaping; compact JSON round-trips byte for byte.
+	InitializeParams json.RawMessage `json:"initialize_params,omitempty"`
+	// ProtocolVersion is the negotiated MCP protocol version.
+	ProtocolVersion string `json:"protocol_version"`
+	// ClientListChanged is the client's listChanged capability as the edge
+	// read it from the initialize params.
+	ClientListChanged bool `json:"client_list_changed"`
+	// AppliedGeneration is the catalog generation the session was last
+	// served from, and RegistryDigest the digest of the tool list served.
+	AppliedGeneration uint64 `json:"applied_generation"`
+	RegistryDigest    string `json:"registry_digest,omitempty"`
+	// Edge is the id of the edge that last served the session.
+	Edge string `json:"edge"`
+	// CreatedAt is when the session was initialized; LastSeen when a
+	// request for it was last recorded (see Store.Touch).
+	CreatedAt time.Time `json:"created_at"`
+	LastSeen  time.Time `json:"last_seen"`
+	// Convergence is the session's convergence evidence.
+	Convergence convergence.Record `json:"convergence"`
+}
+
+// OwnerHash returns the owner value of a session created by identity:
+// "sha256:" and the hex SHA-256 of the identity (domain-separated so the
+// hash is not reusable as a digest of anything else). The identity itself
+// is never stored. An empty identity yields "".
+func OwnerHash(identity string) string {
+	if identity == "" {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte("fleetgate/session-owner\x00"))
+	h.Write([]byte(identity))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// encodeRecord checks r and encodes it for the store.
+func encodeRecord(r *Record) ([]byte, error) {
+	if err := ValidateID(r.ID); err != nil {
+		return nil, err
+	}
+	switch r.Mode {
+	case ModePassthrough, ModeOptimizer:
+	default:
+		return nil, fmt.Errorf("session %q: mode %q: %w", r.ID, r.Mode, ErrInvalid)
+	}
+	if len(r.InitializeParams) > 0 && !json.Valid(r.InitializeParams) {
+		return nil, fmt.Errorf("session %q: initialize params are not JSON: %w", r.ID, ErrInvalid)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep the client's params as sent
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("session %q: encode: %w: %w", r.ID, ErrInvalid, err)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(b) > MaxRecordSize {
+		return nil, &TooLargeError{ID: r.ID, Size: len(b), Limit: MaxRecordSize}
+	}
+	return b, nil
+}
+
+// decodeRecord decodes the stored value of key id.
+func decodeRecord(id string, b []byte) (*Record, error) {
+	r := new(Record)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("session %q: decode: %w: %w", id, ErrInvalid, err)
+	}
+	if r.ID != id {
+		return nil, fmt.Errorf("session %q: stored record names session %q: %w", id, r.ID, ErrInvalid)
+	}
+	return r, nil
+}

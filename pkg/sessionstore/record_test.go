@@ -1,0 +1,93 @@
+package sessionstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/convergence"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+// The stored JSON is the cross-edge contract: snake_case keys, the client's
+// params unescaped, the convergence evidence embedded.
+func TestRecordGolden(t *testing.T) {
+	r := newRecord("A1B2C3D4E5F6G7H8", t0)
+	r.LastSeen = t0.Add(90 * time.Second)
+	r.Convergence.Traversal = convergence.Traversal{StartSeq: 1, StartedAt: t0, CompletedAt: t0, Generation: 7,
+		Cursors: []string{""}, Final: true, Pages: 1, Tools: 2, Digest: "sha256:0f1e"}
+	b, err := encodeRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, b, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	pretty.WriteByte('\n')
+	path := filepath.Join("testdata", "record.golden.json")
+	if *update {
+		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pretty.Bytes(), want) {
+		t.Errorf("encoded record:\n%s\nwant (%s):\n%s", pretty.Bytes(), path, want)
+	}
+	back, err := decodeRecord(r.ID, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := encodeRecord(back)
+	if err != nil || !bytes.Equal(again, b) {
+		t.Errorf("re-encoding the decoded record changed it (err %v):\n%s\n%s", err, again, b)
+	}
+}
+
+func TestDecodeRefusesForeignRecord(t *testing.T) {
+	b, err := encodeRecord(newRecord("AAAAAAAAAAAA", t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		key  string
+		body []byte
+	}{
+		"other id": {"BBBBBBBBBBBB", b},
+		"not json": {"AAAAAAAAAAAA", []byte("{")},
+	} {
+		if _, err := decodeRecord(tc.key, tc.body); err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: decode err = %v, want an error naming %s", name, err, tc.key)
+		}
+	}
+}
+
+func TestOwnerHash(t *testing.T) {
+	alice := OwnerHash("alice@example.com")
+	for _, tc := range []struct {
+		name     string
+		identity string
+		check    func(string) bool
+	}{
+		{"empty identity has no owner", "", func(h string) bool { return h == "" }},
+		{"stable", "alice@example.com", func(h string) bool { return h == alice }},
+		{"distinct", "bob@example.com", func(h string) bool { return h != alice }},
+		{"case matters", "Alice@example.com", func(h string) bool { return h != alice }},
+		{"format", "x", func(h string) bool { return strings.HasPrefix(h, "sha256:") && len(h) == len("sha256:")+64 }},
+		{"identity not stored", "secret-token", func(h string) bool { return !strings.Contains(h, "secret") }},
+	} {
+		if h := OwnerHash(tc.identity); !tc.check(h) {
+			t.Errorf("%s: OwnerHash(%q) = %q", tc.name, tc.identity, h)
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of Options.
+const (
+	DefaultBucket      = "fleetgate_sessions"
+	DefaultIdleTimeout = 30 * time.Minute
+)
+
+// markerTTL is how long the bucket keeps the marker left by an expired or
+// deleted record. It does not depend on Options, so edges configured with
+// different idle timeouts agree on the bucket's configuration.
+const markerTTL = time.Minute
+
+// Options configure a Store. A nil *Options means defaults.
+type Options struct {
+	// Bucket is the KV bucket name; default DefaultBucket.
+	Bucket string
+	// Replicas of the bucket's stream; default 1. Use 3 on a cluster.
+	Replicas int
+	// IdleTimeout is how long a record lives without a write; default
+	// DefaultIdleTimeout, at least one second.
+	IdleTimeout time.Duration
+	// TouchEvery throttles last-seen writes (see Store.Touch); default
+	// IdleTimeout/10. It must be below IdleTimeout.
+	TouchEvery time.Duration
+	// Metrics receives the store's measurements; nil records none.
+	Metrics *Metrics
+}
+
+// Stats counts the writes a Store made, by kind.
+type Stats struct {
+	Creates uint64 // records created
+	Updates uint64 // records replaced by Update
+	Touches uint64 // last-seen writes by Touch
+	Deletes uint64 // records deleted
+	// SkippedTouches counts Touch calls that did not write because the
+	// last write was less than TouchEvery ago.
+	SkippedTouches uint64
+}
+
+// Store is the shared store of session records. It is safe for concurrent
+// use; Records passed to it are not, so each request works on its own.
+type Store struct {
+	js         jetstream.JetStream
+	kv         jetstream.KeyValue
+	stream     string // the bucket's stream, KV_<bucket>
+	subject    string // publish prefix, $KV.<bucket>.
+	ttl        time.Duration
+	touchEvery time.Duration
+	metrics    *Metrics
+
+	creates, updates, touches, deletes, skipped atomic.Uint64
+}
+
+// Open creates the bucket, or updates its configuration, and returns a
+// Store on it. Every edge of a fleet opens the same bucket.
+//
+// Each record is written with a per-message TTL of IdleTimeout+TouchEvery
+// rounded up to whole seconds, so a session expires between IdleTimeout
+// and IdleTimeout+TouchEvery after its last request even though Touch
+// writes at most once per TouchEvery.
+func Open(ctx context.Context, js jetstream.JetStream, o *Options) (*Store, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Bucket == "" {
+		opts.Bucket = DefaultBucket
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 1
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.TouchEvery == 0 {
+		opts.TouchEvery = opts.IdleTimeout / 10
+	}
+	switch {
+	case opts.Replicas < 0:
+		return nil, fmt.Errorf("sessionstore: open bucket %q: replicas %d", opts.Bucket, opts.Replicas)
+	case opts.IdleTimeout < time.Second:
+		return nil, fmt.Errorf("sessionstore: open bucket %q: idle timeout %s is below 1s", opts.Bucket, opts.IdleTimeout)
+	case opts.TouchEvery <= 0 || opts.TouchEvery >= opts.IdleTimeout:
+		return nil, fmt.Errorf("sessionstore: open bucket %q: touch interval %s not in (0, %s)", opts.Bucket, opts.TouchEvery, opts.IdleTimeout)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         opts.Bucket,
+		Description:    "fleetgate MCP session records",
+		History:        1, // a longer history raises every TTL to LimitMarkerTTL
+		MaxValueSize:   MaxRecordSize,
+		Storage:        jetstream.FileStorage,
+		Replicas:       opts.Replicas,
+		LimitMarkerTTL: markerTTL, // enables per-key TTLs
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: open bucket %q: %w", opts.Bucket, err)
+	}
+	return &Store{
+		js:         js,
+		kv:         kv,
+		stream:     "KV_" + opts.Bucket,
+		subject:    "$KV." + opts.Bucket + ".",
+		ttl:        ceilSecond(opts.IdleTimeout + opts.TouchEvery),
+		touchEvery: opts.TouchEvery,
+		metrics:    opts.Metrics,
+	}, nil
+}
+
+// ceilSecond rounds d up to whole seconds, the resolution of message TTLs.
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// Create stores a new record and returns its revision. It fails with
+// ErrExists if a live record has the same id; an expired or deleted id can
+// be created again.
+func (s *Store) Create(ctx context.Context, r *Record) (uint64, error) {
+	b, err := encodeRecord(r)
+	if err != nil {
+		return 0, s.fail(kindCreate, err)
+	}
+	start := time.Now()
+	rev, err := s.kv.Create(ctx, r.ID, b, jetstream.KeyTTL(s.ttl))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || wrongLastSeq(err) {
+			return 0, s.fail(kindCreate, fmt.Errorf("session %q: %w", r.ID, ErrExists))
+		}
+		return 0, s.fail(kindCreate, fmt.Errorf("session %q: %w", r.ID, err))
+	}
+	s.metrics.wrote(kindCreate, time.Since(start))
+	s.creates.Add(1)
+	return rev, nil
+}
+
+// Get returns the live record with the id and its revision, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (*Record, uint64, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, 0, s.fail("get", err)
+	}
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, s.fail("get", fmt.Errorf("session %q: %w", id, ErrNotFound))
+	}
+	if err != nil {
+		return nil, 0, s.fail("get", fmt.Errorf("session %q: %w", id, err))
+	}
+	r, err := decodeRecord(id, e.Value())
+	if err != nil {
+		return nil, 0, s.fail("get", err)
+	}
+	return r, e.Revision(), nil
+}
+
+// Update replaces the record if its revision is still rev and returns the
+// new revision. It fails with ErrConflict if another write came first and
+// with ErrNotFound if the record expired or was deleted. The write renews
+// the record's TTL.
+func (s *Store) Update(ctx context.Context, r *Record, rev uint64) (uint64, error) {
+	return s.write(ctx, kindUpdate, r, rev)
+}
+
+// Touch records a request at now. It writes r with LastSeen = now only if
+// now is at least TouchEvery after r.LastSeen, so a busy session costs at
+// most one write per TouchEvery; otherwise it leaves r alone and returns
+// rev. It reports whether it wrote, and fails like Update (r.LastSeen is
+// then left unchanged).
+func (s *Store) Touch(ctx context.Context, r *Record, rev uint64, now time.Time) (uint64, bool, error) {
+	if now.Sub(r.LastSeen) < s.touchEvery {
+		s.skipped.Add(1)
+		return rev, false, nil
+	}
+	prev := r.LastSeen
+	r.LastSeen = now
+	next, err := s.write(ctx, kindTouch, r, rev)
+	if err != nil {
+		r.LastSeen = prev
+		return rev, false, err
+	}
+	return next, true, nil
+}
+
+// write stores r over revision rev with a fresh TTL. The KV Update and Put
+// calls send no TTL, which leaves the key without one (nats-server#6959),
+// so the write is a publish to the key's subject with both the TTL and the
+// per-subject revision check.
+func (s *Store) write(ctx context.Context, kind string, r *Record, rev uint64) (uint64, error) {
+	b, err := encodeRecord(r)
+	if err != nil {
+		return 0, s.fail(kind, err)
+	}
+	if rev == 0 {
+		return 0, s.fail(kind, fmt.Errorf("session %q: revision 0: %w", r.ID, ErrConflict))
+	}
+	m := &nats.Msg{Subject: s.subject + r.ID, Header: nats.Header{}, Data: b}
+	start := time.Now()
+	ack, err := s.js.PublishMsg(ctx, m,
+		jetstream.WithMsgTTL(s.ttl),
+		jetstream.WithExpectLastSequencePerSubject(rev),
+		jetstream.WithExpectStream(s.stream))
+	if err != nil {
+		if wrongLastSeq(err) {
+			return 0, s.fail(kind, s.conflict(ctx, r.ID, rev))
+		}
+		return 0, s.fail(kind, fmt.Errorf("session %q: revision %d: %w", r.ID, rev, err))
+	}
+	s.metrics.wrote(kind, time.Since(start))
+	if kind == kindTouch {
+		s.touches.Add(1)
+	} else {
+		s.updates.Add(1)
+	}
+	return ack.Sequence, nil
+}
+
+// conflict explains a failed revision check: the record is gone, or it
+// was written since rev.
+func (s *Store) conflict(ctx context.Context, id string, rev uint64) error {
+	if _, err := s.kv.Get(ctx, id); errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("session %q: revision %d: %w", id, rev, ErrNotFound)
+	}
+	return fmt.Errorf("session %q: revision %d: %w", id, rev, ErrConflict)
+}
+
+// Delete removes the record for every edge. Deleting a missing record is
+// not an error. The marker it leaves expires on its own.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := ValidateID(id); err != nil {
+		return s.fail(kindDelete, err)
+	}
+	start := time.Now()
+	if err := s.kv.Purge(ctx, id, jetstream.PurgeTTL(markerTTL)); err != nil {
+		return s.fail(kindDelete, fmt.Errorf("session %q: %w", id, err))
+	}
+	s.metrics.wrote(kindDelete, time.Since(start))
+	s.deletes.Add(1)
+	return nil
+}
+
+// Stats returns the writes made so far.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Creates:        s.creates.Load(),
+		Updates:        s.updates.Load(),
+		Touches:        s.touches.Load(),
+		Deletes:        s.deletes.Load(),
+		SkippedTouches: s.skipped.Load(),
+	}
+}
+
+func (s *Store) fail(op string, err error) error {
+	s.metrics.failed(op, err)
+	return fmt.Errorf("sessionstore: %s: %w", op, err)
+}
+
+// wrongLastSeq reports a failed revision check: 10071 on a single node,
+// 10164 on a replicated stream.
+func wrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
