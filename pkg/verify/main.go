@@ -1,0 +1,101 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/cmdline"
+)
+
+// DefaultTimeout bounds a whole verification started by Main.
+const DefaultTimeout = 30 * time.Second
+
+// Main is `edge verify`: it parses args (flags only; each can also be set
+// by FLEETGATE_<FLAG>), runs the verification, prints the JSON report to
+// stdout and returns the exit status: ExitConverged (0) only when the
+// endpoint converged, ExitStale, ExitIncomplete or ExitUnverifiable for the
+// other verdicts, ExitError (with one line on stderr and nothing on stdout)
+// when no report could be produced.
+//
+//	edge verify --url http://127.0.0.1:8080/mcp --controller http://127.0.0.1:8081 --group default
+func Main(args []string, stdout, stderr io.Writer) int {
+	var o Options
+	var timeout time.Duration
+	var headers headerFlag
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.StringVar(&o.URL, "url", "", "MCP endpoint to verify (streamable HTTP), required")
+	fs.StringVar(&o.ExpectDigest, "expect-digest", "", "catalog digest the endpoint must serve")
+	fs.StringVar(&o.Controller, "controller", "", "controller admin URL whose group view is the expectation")
+	fs.StringVar(&o.Group, "group", DefaultGroup, "controller group (with --controller)")
+	fs.StringVar(&o.ProtocolVersion, "protocol-version", DefaultProtocolVersion, "MCP protocol version to request")
+	fs.IntVar(&o.MaxPages, "max-pages", DefaultMaxPages, "stop the traversal after this many tools/list pages")
+	fs.DurationVar(&timeout, "timeout", DefaultTimeout, "deadline of the whole verification")
+	fs.Var(&headers, "header", `extra request header "Name: value" (repeatable), e.g. "Authorization: Bearer TOKEN"`)
+	if err := cmdline.Parse(fs, args, os.Getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitConverged
+		}
+		fmt.Fprintf(stderr, "edge verify: %v\n", err)
+		return ExitError
+	}
+	if timeout <= 0 {
+		fmt.Fprintf(stderr, "edge verify: invalid value %s for flag -timeout: want > 0\n", timeout)
+		return ExitError
+	}
+	o.Header = http.Header(headers)
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "edge verify: %v\n", err)
+		return ExitError
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		fmt.Fprintf(stderr, "edge verify: write report: %v\n", err)
+		return ExitError
+	}
+	if rep.Verdict != "converged" {
+		fmt.Fprintf(stderr, "edge verify: %s: %s\n", rep.Verdict, rep.Reason)
+	}
+	return rep.ExitCode()
+}
+
+// headerFlag collects repeated --header "Name: value" flags.
+type headerFlag http.Header
+
+func (h *headerFlag) String() string {
+	if h == nil || *h == nil {
+		return ""
+	}
+	var parts []string
+	for k, vs := range *h {
+		for _, v := range vs {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (h *headerFlag) Set(s string) error {
+	name, value, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return fmt.Errorf("header %q: want \"Name: value\"", s)
+	}
+	if *h == nil {
+		*h = headerFlag{}
+	}
+	http.Header(*h).Add(name, strings.TrimSpace(value))
+	return nil
+}

@@ -1,0 +1,44 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// ErrView is wrapped by the errors of fetching the controller's view.
+var ErrView = errors.New("controller view")
+
+// fetchView reads GET {controller}/v1/groups/{group}/view.
+func fetchView(ctx context.Context, hc *http.Client, controller, group string) (*Expectation, error) {
+	u := strings.TrimRight(controller, "/") + "/v1/groups/" + url.PathEscape(group) + "/view"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w of group %q: %w", ErrView, group, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w of group %q: %w", ErrView, group, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("%w of group %q: GET %s: HTTP %d: %s", ErrView, group, u, resp.StatusCode, strings.TrimSpace(string(snippet)))
+	}
+	var view struct {
+		Generation uint64 `json:"generation"`
+		Digest     string `json:"digest"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&view); err != nil {
+		return nil, fmt.Errorf("%w of group %q: GET %s: decode: %w", ErrView, group, u, err)
+	}
+	if view.Digest == "" {
+		return nil, fmt.Errorf("%w of group %q: GET %s: no digest in the view", ErrView, group, u)
+	}
+	return &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Controller: controller, Group: group}, nil
+}
