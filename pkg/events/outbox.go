@@ -41,7 +41,8 @@ type Outbox struct {
 	maxBytes int
 
 	mu      sync.Mutex
-	next    uint64
+	next    uint64 // key of the next appended entry
+	head    uint64 // key of the oldest pending entry (== next when empty)
 	lastGen uint64
 	depth   int
 	closed  bool
@@ -107,10 +108,17 @@ func (o *Outbox) load() error {
 		return fmt.Errorf("count pending: %w", err)
 	}
 	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		o.depth++
+	// Keys are contiguous and removal always takes a prefix, so the
+	// pending entries are exactly head..next-1.
+	o.head = o.next
+	if it.First() {
+		o.head = binary.BigEndian.Uint64(it.Key()[len(outboxPrefix):])
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	o.depth = int(o.next - o.head)
+	return nil
 }
 
 func (o *Outbox) get(key []byte) ([]byte, error) {
@@ -173,9 +181,13 @@ func (o *Outbox) Depth() int {
 	return o.depth
 }
 
-// peek returns up to n pending entries in order.
+// peek returns up to n pending entries in order. Iteration starts at the
+// oldest pending key, so deleted entries are never walked over.
 func (o *Outbox) peek(n int) ([]outboxEntry, error) {
-	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: outboxPrefix, UpperBound: outboxUpper})
+	o.mu.Lock()
+	head := o.head
+	o.mu.Unlock()
+	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(head), UpperBound: outboxUpper})
 	if err != nil {
 		return nil, fmt.Errorf("outbox peek: %w", err)
 	}
@@ -209,21 +221,15 @@ func (o *Outbox) LastGeneration() uint64 {
 func (o *Outbox) remove(key, gen uint64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	n := 0
-	it, err := o.db.NewIter(&pebble.IterOptions{LowerBound: outboxPrefix, UpperBound: entryKey(key + 1)})
-	if err != nil {
-		return fmt.Errorf("outbox remove: %w", err)
-	}
-	for it.First(); it.Valid(); it.Next() {
-		n++
-	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("outbox remove: %w", err)
+	if key < o.head || key >= o.next {
+		return fmt.Errorf("outbox remove through %d: pending keys are %d..%d", key, o.head, o.next-1)
 	}
 	b := o.db.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange(outboxPrefix, entryKey(key+1), nil); err != nil {
-		return fmt.Errorf("outbox remove through %d: %w", key, err)
+	for k := o.head; k <= key; k++ {
+		if err := b.Delete(entryKey(k), nil); err != nil {
+			return fmt.Errorf("outbox remove through %d: %w", key, err)
+		}
 	}
 	if err := b.Set(metaLastGen, binary.BigEndian.AppendUint64(nil, gen), nil); err != nil {
 		return fmt.Errorf("outbox remove through %d: %w", key, err)
@@ -231,7 +237,8 @@ func (o *Outbox) remove(key, gen uint64) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("outbox remove through %d: commit: %w", key, err)
 	}
-	o.depth -= n
+	o.depth -= int(key - o.head + 1)
+	o.head = key + 1
 	o.lastGen = gen
 	return nil
 }
