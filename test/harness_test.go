@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,37 +24,14 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
 // startNATS starts an embedded JetStream node on a free loopback port.
-func startNATS(t testing.TB) *natsnode.Node {
-	t.Helper()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if node.Running() {
-			node.Shutdown()
-		}
-	})
-	return node
-}
+func startNATS(t testing.TB) *natsnode.Node { return natstest.Start(t) }
 
-func jsConnect(t testing.TB, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func jsConnect(t testing.TB, url string) jetstream.JetStream { return natstest.JetStream(t, url) }
 
 // startBackend starts a demo MCP backend on a free loopback port.
 func startBackend(t testing.TB, name string, o *demobackend.Options) *demobackend.Backend {

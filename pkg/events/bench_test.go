@@ -6,17 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
 func benchLog(b *testing.B) (*Log, context.Context) {
-	node, err := natsnode.Start(&natsnode.Options{DataDir: b.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(node.Shutdown)
-	f := &fleet{url: node.ClientURL(), replicas: 1}
+	f := &fleet{url: natstest.Start(b).ClientURL(), replicas: 1}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	js := f.connect(b)

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -25,15 +25,7 @@ type fleet struct {
 
 func singleNode(t *testing.T) (*fleet, *natsnode.Node) {
 	t.Helper()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if node.Running() {
-			node.Shutdown()
-		}
-	})
+	node := natstest.Start(t)
 	f := &fleet{url: node.ClientURL(), replicas: 1}
 	f.disrupt = func(t *testing.T) func() {
 		node.Shutdown()
@@ -71,20 +63,7 @@ func threeNodes(t *testing.T) *fleet {
 
 const testStream = "FLEETGATE_EVENTS"
 
-func (f *fleet) connect(t testing.TB) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(f.url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
-		nats.RetryOnFailedConnect(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func (f *fleet) connect(t testing.TB) jetstream.JetStream { return natstest.JetStream(t, f.url) }
 
 func (f *fleet) openLog(t *testing.T, ctx context.Context) *Log {
 	t.Helper()
