@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 )
 
 // The tests below run electors against a real embedded NATS server, in real
@@ -19,29 +18,9 @@ import (
 
 const natsTTL = time.Second
 
-func startNATS(t *testing.T) string {
-	t.Helper()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	return node.ClientURL()
-}
+func startNATS(t *testing.T) string { return natstest.Start(t).ClientURL() }
 
-func connect(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func connect(t *testing.T, url string) jetstream.JetStream { return natstest.JetStream(t, url) }
 
 // natsElector is an elector running on its own connection.
 type natsElector struct {

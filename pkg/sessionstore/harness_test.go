@@ -7,37 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetgate/fleetgate/pkg/convergence"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 )
 
 // startNode runs an embedded JetStream node for the test.
-func startNode(t testing.TB) *natsnode.Node {
-	t.Helper()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	return node
-}
+func startNode(t testing.TB) *natsnode.Node { return natstest.Start(t) }
 
 // connect opens a connection of its own, as a separate edge would.
 func connect(t testing.TB, node *natsnode.Node) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(node.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return natstest.JetStream(t, node.ClientURL())
 }
 
 // openStore opens a store with o on its own connection to node.
