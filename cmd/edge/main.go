@@ -3,6 +3,10 @@
 //
 //	edge --nats-url nats://127.0.0.1:4222 --listen 127.0.0.1:8080 --group default
 //
+// --mode optimizer advertises only find_tool and call_tool (plus the tools
+// of --pinned-tools, which mirrors the group's pinned_tools in the fleet
+// config); see package edge.
+//
 // Every flag can also be set by the environment variable FLEETGATE_<FLAG>
 // (upper case, dashes as underscores); a flag on the command line wins.
 package main
@@ -23,19 +27,26 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/verify"
 )
 
 type config struct {
 	natsURL, listen, adminListen, group, mode, id, logFormat, separator string
 	coalesce, callTimeout, shutdownTimeout, sessionTimeout              time.Duration
+	pinned                                                              []string
+	sessions                                                            sessionConfig
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "verify" {
+		os.Exit(verifyMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := parse(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -51,6 +62,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// verifyMain is `edge verify`: it checks that an MCP endpoint converged
+// on the expected catalog (see package verify).
+var verifyMain = verify.Main
 
 // parse reads the flags, then FLEETGATE_* variables for flags not given.
 func parse(args []string, getenv func(string) string) (*config, error) {
@@ -69,6 +84,9 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	fs.DurationVar(&c.callTimeout, "call-timeout", 60*time.Second, "deadline of each call forwarded to a backend (extension)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight calls (extension)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, "close sessions without a request for this long; 0 never (extension)")
+	c.sessions.flags(fs)
+	var pinned string
+	fs.StringVar(&pinned, "pinned-tools", "", "comma-separated exposed tool names an optimizer edge always advertises; mirrors the group's pinned_tools in the fleet config (extension)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
@@ -94,17 +112,24 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	if envErr != nil {
 		return nil, envErr
 	}
+	for _, name := range strings.Split(pinned, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.pinned = append(c.pinned, name)
+		}
+	}
 	switch {
-	case c.mode == "optimizer":
-		return nil, errors.New("invalid value \"optimizer\" for flag -mode: optimizer mode is not implemented yet; use passthrough")
-	case c.mode != "passthrough":
+	case c.mode != edge.ModePassthrough && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -mode: want passthrough or optimizer", c.mode)
 	case c.logFormat != "" && c.logFormat != "console" && c.logFormat != "json":
 		return nil, fmt.Errorf("invalid value %q for flag -log-format: want console or json", c.logFormat)
+	case len(c.pinned) > 0 && c.mode != edge.ModeOptimizer:
+		return nil, fmt.Errorf("invalid value %q for flag -pinned-tools: pinned tools need -mode optimizer", pinned)
 	case c.group == "":
 		return nil, errors.New("invalid value \"\" for flag -group: must not be empty")
 	case c.separator == "" || strings.Trim(c.separator, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != "":
 		return nil, fmt.Errorf("invalid value %q for flag -separator: want characters of [A-Za-z0-9_.-]", c.separator)
+	case c.sessions.check() != nil:
+		return nil, c.sessions.check()
 	case c.coalesce <= 0 || c.callTimeout <= 0 || c.shutdownTimeout <= 0 || c.sessionTimeout < 0:
 		return nil, errors.New("invalid duration: -coalesce, -call-timeout and -shutdown-timeout must be positive, -session-timeout not negative")
 	}
@@ -157,9 +182,16 @@ func run(ctx context.Context, c *config) error {
 		}
 		return err
 	}
+	reg := prometheus.NewRegistry()
+	trail, err := c.sessions.openTrail(ctx, js, reg, &log)
+	if err != nil {
+		return err
+	}
 	e, err := edge.New(elog, &edge.Options{ID: c.id, Group: c.group, Separator: c.separator, Listen: c.listen,
 		AdminListen: c.adminListen, Coalesce: c.coalesce, CallTimeout: c.callTimeout,
-		ShutdownTimeout: c.shutdownTimeout, SessionTimeout: c.sessionTimeout, Logger: &log})
+		ShutdownTimeout: c.shutdownTimeout, SessionTimeout: c.sessionTimeout, Logger: &log,
+		Mode: c.mode, PinnedTools: c.pinned,
+		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg})
 	if err != nil {
 		return err
 	}

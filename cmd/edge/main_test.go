@@ -24,6 +24,13 @@ func TestParse(t *testing.T) {
 	if c.group != "g1" || c.adminListen != "127.0.0.1:9" || c.coalesce != time.Second || c.listen != "127.0.0.1:8080" || c.id == "" {
 		t.Fatalf("%+v", c)
 	}
+	c, err = parse([]string{"--mode", "optimizer"}, env(map[string]string{"FLEETGATE_PINNED_TOOLS": "alpha_echo, beta_add,,"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.mode != "optimizer" || len(c.pinned) != 2 || c.pinned[0] != "alpha_echo" || c.pinned[1] != "beta_add" {
+		t.Fatalf("optimizer: %+v", c)
+	}
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
@@ -31,7 +38,8 @@ func TestParse(t *testing.T) {
 	}{
 		{[]string{"--nope"}, nil, "nope"},
 		{[]string{"--mode", "fast"}, nil, "-mode"},
-		{nil, map[string]string{"FLEETGATE_MODE": "optimizer"}, "optimizer"},
+		{nil, map[string]string{"FLEETGATE_MODE": "turbo"}, "-mode"},
+		{[]string{"--pinned-tools", "alpha_echo"}, nil, "-pinned-tools"},
 		{nil, map[string]string{"FLEETGATE_COALESCE": "soon"}, "FLEETGATE_COALESCE"},
 		{[]string{"--separator", "/"}, nil, "-separator"},
 		{[]string{"--log-format", "xml"}, nil, "-log-format"},

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/convergence"
 )
 
 // SessionInfo is one session as GET /v1/sessions reports it.
@@ -22,10 +23,16 @@ type SessionInfo struct {
 	AppliedGeneration uint64 `json:"applied_generation"`
 	// Digest is the catalog digest of the tools the session is served.
 	Digest string `json:"digest"`
-	// Verdict is "unverifiable" until convergence evidence is recorded.
-	Verdict string    `json:"verdict"`
-	Created time.Time `json:"created"`
-	Tools   int       `json:"tools"`
+	// Verdict is the convergence verdict of the session's evidence
+	// (convergence.Explain) and VerdictReason why.
+	Verdict       string    `json:"verdict"`
+	VerdictReason string    `json:"verdict_reason,omitempty"`
+	Created       time.Time `json:"created"`
+	Tools         int       `json:"tools"`
+	// Edge is the edge serving the session (extension).
+	Edge string `json:"edge,omitempty"`
+	// Convergence is the evidence itself; only GET /v1/sessions/{id}.
+	Convergence *convergence.Record `json:"convergence,omitempty"`
 }
 
 // ViewInfo is GET /v1/view (an extension): the served view's summary.
@@ -64,8 +71,13 @@ func (e *Edge) info(s *session, cur *served) SessionInfo {
 	if ap == cur {
 		gen = max(gen, e.confirmed.Load())
 	}
+	s.rec.mu.Lock()
+	conv := s.rec.rec.Convergence
+	s.rec.mu.Unlock()
+	verdict, reason := convergence.Explain(conv)
 	return SessionInfo{ID: s.id, Kind: s.kind, ProtocolVersion: s.protocolVersion(), AppliedGeneration: gen,
-		Digest: ap.view.Digest, Verdict: "unverifiable", Created: s.created, Tools: len(ap.tools)}
+		Digest: ap.view.Digest, Verdict: string(verdict), VerdictReason: reason, Created: s.created,
+		Tools: len(ap.tools), Edge: e.opts.ID}
 }
 
 // View returns the summary of the served view.
@@ -97,10 +109,19 @@ func (e *Edge) adminHandler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		s := e.lookup(r.PathValue("id"))
 		if s == nil {
+			if info, ok := e.storedInfo(r.Context(), r.PathValue("id")); ok {
+				writeJSON(w, http.StatusOK, info)
+				return
+			}
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no session " + r.PathValue("id")})
 			return
 		}
-		writeJSON(w, http.StatusOK, e.info(s, e.current()))
+		info := e.info(s, e.current())
+		s.rec.mu.Lock()
+		conv := s.rec.rec.Convergence
+		s.rec.mu.Unlock()
+		info.Convergence = &conv
+		writeJSON(w, http.StatusOK, info)
 	})
 	mux.HandleFunc("GET /v1/view", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, e.View())

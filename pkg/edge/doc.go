@@ -1,5 +1,5 @@
-// Package edge is the MCP edge of fleetgate in passthrough mode: the
-// process MCP clients talk to. It follows the controller's event log,
+// Package edge is the MCP edge of fleetgate, in passthrough or optimizer
+// mode: the process MCP clients talk to. It follows the controller's event log,
 // serves on /mcp every tool, prompt and resource of the advertisable
 // backends of one group under exposed names (<backend><separator><name>,
 // see package catalog) and forwards calls to the owning backend under the
@@ -68,12 +68,92 @@
 // without repeating the call. Each call has Options.CallTimeout and is
 // cancelled when the client's request is.
 //
+// # Optimizer mode
+//
+// With Options.Mode ModeOptimizer a session is shown only find_tool and
+// call_tool, plus the Options.PinnedTools the view holds (the config's
+// pinned_tools). With each new view the resync loop also builds, once, a
+// search index of its tools (package search) and stores it in the served
+// value, so every session shares it and is switched to it with the view;
+// a find_tool call searches the index of the served value it loaded at
+// its start. A view change sends optimizer sessions no tools/list_changed
+// (what they list did not change) unless a pinned tool appeared, left or
+// changed its definition. Prompts and resources are served and notified
+// as in passthrough mode.
+//
+// find_tool {"query": string, "limit": 1..50, default 8, larger values
+// clamped} answers structuredContent, and the same JSON as text:
+// {"tools": [{"name", "title" (when set), "description", "inputSchema",
+// "score"}], "catalog_tools", "catalog_tokens", "returned_tokens"}. Token
+// figures are estimates: the bytes of each tool's compact JSON as
+// tools/list would serve it, divided by 4 and rounded up, summed over the
+// whole view (catalog_tokens) or over the returned tools
+// (returned_tokens). call_tool {"tool_name", "arguments"} calls the tool
+// exactly as a passthrough tools/call would. Invalid arguments, and tools
+// the view no longer holds, give isError results naming the problem. A
+// plain tools/call of any exposed name is routed as in passthrough mode.
+//
+// # Sessions across edges
+//
+// With Options.Records, every Mcp-Session-Id session has a record in a
+// NATS KV bucket (package sessionstore): created when the go-sdk accepted
+// its initialize, before the response leaves; updated when a view is
+// applied to it, when a list_changed reaches it and when it lists tools
+// (at most once per RecordOptions.FlushEvery); touched on activity (at
+// most once per TouchEvery); deleted by DELETE /mcp on any edge; expired
+// by the bucket's TTL (the idle timeout) otherwise. A graceful shutdown
+// writes what is pending.
+//
+// A request with an id this edge does not hold is looked up in the
+// bucket. If the caller's identity hashes to the record's owner, the
+// session is rebuilt (R1): the stored initialize, then
+// notifications/initialized, go through the go-sdk's own handler into a
+// server with the same fixed id, and concurrent requests for the session
+// share one rebuild. The record is then written under this edge's id; the
+// edge that held the session sees that write in its watch of the bucket
+// and lets the session go (its standalone stream ends, so the client
+// reconnects it, through the balancer, to the new edge). Edge ids must be
+// unique in a fleet (cmd/edge adds a random suffix).
+//
+// A record's registry digest is the tool list the client is known to
+// hold: the one its last list_changed announced or its last complete
+// traversal served. When it differs from what the rebuilding edge serves,
+// a list_changed is owed. More generally, a list_changed the go-sdk could
+// not deliver (no standalone GET stream open: it drops such messages) is
+// owed rather than lost, and sent as soon as the GET stream attaches.
+//
+// Sessions are bound to the identity that created it: the go-sdk
+// TokenInfo.UserID if an auth middleware set one, else the value of
+// Options.IdentityHeader (set by a trusted proxy; a request without it is
+// refused, 401). Another identity gets 403 on every edge, before any
+// rebuild. Ids are 26 characters of crypto/rand; a malformed id is
+// answered 404 without a store lookup. 2026-07-28 clients are stateless:
+// they have no session and nothing to rebuild.
+//
+// # Convergence evidence
+//
+// Each stateful session keeps a convergence.Record inside its session
+// record, so the evidence moves with it: the negotiated protocol version
+// (from the InitializeResult), whether the client declared listChanged
+// (MCP 2025-11-25 has no such client capability: a tools.listChanged in
+// its capabilities or experimental capabilities counts, and so does
+// opening the standalone GET stream, the only channel a list_changed can
+// reach it on) and whether the server advertised it, the last change
+// signal actually delivered, every tools/list page served (digested as
+// sent, with catalog.Digest) and the current digest of each applied view.
+// GET /v1/sessions shows each session's verdict (convergence.Explain); an
+// optimizer edge serves another list than its view, has no current
+// digest, and its sessions are unverifiable. Options.CallTrail records
+// every tools/call (package calltrail).
+//
 // # Known limits
 //
 // mcp.Tool has no field for members it does not know (e.g. "execution"),
 // so clients do not receive them, although the controller's digest covers
-// "execution". Session ids are not yet stored, so a session does not
-// survive its edge. Options.SessionTimeout is 0 (never) by default: a
-// session whose client vanished without DELETE stays until the edge
-// stops.
+// "execution" (the convergence evidence digests what clients receive).
+// Options.SessionTimeout is 0 (never) by default: without Records, a
+// session whose client vanished without DELETE stays until the edge stops;
+// with Records, it ends when its record expires. A request arriving at the
+// old edge in the instant between a move and that edge's watch seeing it
+// is still served there.
 package edge

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
@@ -51,6 +52,26 @@ type Options struct {
 	Logger *zerolog.Logger
 	// Registry receives the edge's metrics; default a new registry.
 	Registry *prometheus.Registry
+	// Mode is ModePassthrough (default) or ModeOptimizer: only find_tool,
+	// call_tool and the pinned tools are advertised, and find_tool
+	// searches an index of the view (see the package doc).
+	Mode string
+	// PinnedTools are exposed tool names an optimizer edge advertises next
+	// to the meta-tools, and notifies changes of (the config's
+	// pinned_tools). Ignored in passthrough mode.
+	PinnedTools []string
+	// IdentityHeader names a request header carrying the caller's identity
+	// (set by a trusted proxy), e.g. X-Fleetgate-User; "" means none. A
+	// session is bound to the identity that created it (a go-sdk
+	// TokenInfo.UserID takes precedence when an auth middleware sets one);
+	// with a header configured, a request without it is refused (401).
+	IdentityHeader string
+	// Records stores sessions in NATS KV so that they continue on another
+	// edge; nil keeps them on this edge only. See records.go.
+	Records *RecordOptions
+	// CallTrail receives every tools/call; nil records none. The edge runs
+	// it and drains it after its last call.
+	CallTrail *calltrail.Trail
 }
 
 func (o *Options) withDefaults() Options {
@@ -68,6 +89,7 @@ func (o *Options) withDefaults() Options {
 	def(&c.Separator, catalog.DefaultSeparator)
 	def(&c.Listen, "127.0.0.1:8080")
 	def(&c.AdminListen, "127.0.0.1:8082")
+	def(&c.Mode, ModePassthrough)
 	if c.Coalesce == 0 {
 		c.Coalesce = 250 * time.Millisecond
 	}
@@ -98,9 +120,15 @@ type Edge struct {
 	slog   *slog.Logger
 	reader *events.Reader
 	m      *metrics
+	opt    *optimizerMetrics
 	pool   *pool
 
 	mcpLn, adminLn net.Listener
+
+	recs    *recorder    // nil without Options.Records
+	posting atomic.Int64 // session POSTs in progress, their responses included
+	rm      *recordMetrics
+	digests *digestCache
 
 	empty    *served
 	backends atomic.Pointer[map[string]events.BackendConfig]
@@ -131,13 +159,21 @@ type eventTime struct {
 // MCPURL and AdminURL are known); Run serves them.
 func New(log *events.Log, o *Options) (*Edge, error) {
 	opts := o.withDefaults()
+	if opts.Mode != ModePassthrough && opts.Mode != ModeOptimizer {
+		return nil, fmt.Errorf("edge: mode %q: want %q or %q", opts.Mode, ModePassthrough, ModeOptimizer)
+	}
 	e := &Edge{opts: opts, log: opts.Logger.With().Str("edge", opts.ID).Str("group", opts.Group).Logger(),
 		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}}
 	e.m = newMetrics(opts.Registry)
 	e.empty = emptyServed()
+	if opts.Mode == ModeOptimizer {
+		e.opt = newOptimizerMetrics(opts.Registry)
+		e.empty.index = newToolIndex(e.empty, opts.PinnedTools, nil)
+	}
 	e.cur = e.empty
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.pool = newPool(opts.BackendHTTPClient, opts.CallTimeout, e.m)
+	e.rm, e.digests = newRecordMetrics(opts.Registry, e), newDigestCache()
 	e.reader = events.NewReader(log, &events.ReaderOptions{Metrics: e.m.events, OnEvent: e.onEvent,
 		OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }})
 	var err error
@@ -147,6 +183,11 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 	if e.adminLn, err = net.Listen("tcp", opts.AdminListen); err != nil {
 		e.mcpLn.Close()
 		return nil, fmt.Errorf("edge: admin listen %s: %w", opts.AdminListen, err)
+	}
+	if e.recs, err = newRecorder(e, opts.Records); err != nil {
+		e.mcpLn.Close()
+		e.adminLn.Close()
+		return nil, err
 	}
 	e.shared = e.newSession("", kindStateless, "2026-07-28")
 	e.open(e.shared)
@@ -194,6 +235,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { _ = e.reader.Run(ctx) })
 	wg.Go(func() { e.follow(ctx, watch) })
+	stopRecords := e.startRecords()
 	serve(mcpSrv, e.mcpLn, "mcp")
 	serve(adminSrv, e.adminLn, "admin")
 	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")
@@ -201,6 +243,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	<-ctx.Done()
 	e.ready.Store(false)
 	e.shutdown(mcpSrv)
+	stopRecords() // final record writes, call trail drained
 	sctx, scancel := context.WithTimeout(context.Background(), time.Second)
 	_ = adminSrv.Shutdown(sctx)
 	scancel()
@@ -219,7 +262,7 @@ func (e *Edge) shutdown(srv *http.Server) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(dctx) }()
 	tick := time.NewTicker(10 * time.Millisecond)
-	for e.inflight.Load() > 0 && dctx.Err() == nil {
+	for e.inflight.Load()+e.posting.Load() > 0 && dctx.Err() == nil {
 		select {
 		case <-tick.C:
 		case <-dctx.Done():

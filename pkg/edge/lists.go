@@ -19,6 +19,9 @@ const pageSize = 1000
 func (e *Edge) receiving(s *session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if res, handled, err := e.optimizer(ctx, s, req); handled {
+				return res, err
+			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
 				return listTools(s.served(), r)

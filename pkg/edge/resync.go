@@ -90,6 +90,7 @@ func (e *Edge) resync(st *events.State) bool {
 	if ch.empty() {
 		return false
 	}
+	notify := e.indexView(prev, next, ch) // optimizer: tools only when pinned ones changed
 	if len(next.view.Collisions) > 0 {
 		for _, c := range next.view.Collisions {
 			e.log.Warn().Str("kind", string(c.Kind)).Str("name", c.Name).Str("backend", c.Backend).
@@ -109,8 +110,9 @@ func (e *Edge) resync(st *events.State) bool {
 	e.m.collisions.Set(float64(len(next.view.Collisions)))
 
 	start := time.Now()
-	e.fanOut(targets, func(s *session) { s.apply(next, ch, at) })
+	e.fanOut(targets, func(s *session) { s.apply(next, notify, at) })
 	e.m.batches.Inc()
+	e.viewApplied(targets, next)
 	e.wg.Go(func() {
 		for _, s := range targets {
 			s.refill()

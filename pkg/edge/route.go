@@ -35,10 +35,12 @@ func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	name := req.Params.Name
 	entry, ok := e.current().view.Tool(name)
 	if !ok {
+		noteCallError(ctx, fmt.Errorf("tool %q: %w", name, ErrUnavailable))
 		return e.unavailable(name), nil
 	}
 	url, ok := e.backendURL(entry.Backend)
 	if !ok {
+		noteCallError(ctx, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable))
 		return e.unavailable(name), nil
 	}
 	params := &mcp.CallToolParams{Name: entry.Original}
@@ -50,6 +52,7 @@ func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	})
 	if err != nil {
 		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
+		noteCallError(ctx, err)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("tool %q: the call to backend %q failed: %v", name, entry.Backend, err)}}}, nil
 	}

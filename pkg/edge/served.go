@@ -27,6 +27,9 @@ type served struct {
 	promptList []*mcp.Prompt
 	resList    []*mcp.Resource
 	backends   map[string]events.BackendConfig
+	// index is the tool search index of an optimizer edge (nil in
+	// passthrough mode), built once per view by Edge.indexView.
+	index *toolIndex
 	// dropped lists definitions the go-sdk would refuse (AddTool panics);
 	// catalog validation should make this empty.
 	dropped []string

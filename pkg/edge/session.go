@@ -42,6 +42,8 @@ type session struct {
 	// whose notification is being written.
 	notified map[string]*served
 	sending  map[string]bool
+
+	rec sessionRecord // record and convergence evidence (records.go)
 }
 
 // newSession builds the session server. It is not yet registered or
@@ -69,6 +71,8 @@ func (e *Edge) newSession(id, kind, protocol string) *session {
 		s.marker = true
 	}
 	s.srv.AddReceivingMiddleware(e.receiving(s))
+	s.srv.AddReceivingMiddleware(e.evidence(s)) // outside receiving: sees its results
+	s.srv.AddSendingMiddleware(e.signals(s))    // inside sending: sees what is written
 	s.srv.AddSendingMiddleware(e.sending(s))
 	return s
 }

@@ -44,7 +44,7 @@ func (e *Edge) mcpHandler() http.Handler {
 			e.serveStateless(stateless, w, r, v)
 			return
 		}
-		e.serveStateful(stateful, w, r)
+		e.serveSession(stateful, w, r)
 	})
 	return mux
 }

@@ -1,0 +1,397 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/convergence"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+)
+
+const toolsChanged = "notifications/tools/list_changed"
+
+// evidence is the receiving middleware, outside Edge.receiving, that keeps
+// a session's record: the initialize it accepted, every tools/list page it
+// served (convergence evidence), and the tool-call audit trail.
+func (e *Edge) evidence(s *session) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "initialize" { // the go-sdk's own params type: match the method
+				res, err := next(ctx, method, req)
+				if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && s.kind == kindSession {
+					e.initialized(s, req, ir)
+				}
+				return res, err
+			}
+			switch r := req.(type) {
+			case *mcp.ListToolsRequest:
+				res, err := next(ctx, method, req)
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.kind != kindStateless {
+					cursor := ""
+					if r.Params != nil {
+						cursor = r.Params.Cursor
+					}
+					e.listed(s, cursor, lr, time.Now())
+				}
+				return res, err
+			case *mcp.CallToolRequest:
+				if e.opts.CallTrail != nil {
+					return e.audited(ctx, s, r, method, next)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// initialized starts the record of a session whose initialize the go-sdk
+// accepted (not of a replayed one: that record exists).
+func (e *Edge) initialized(s *session, r mcp.Request, ir *mcp.InitializeResult) {
+	if e.recs != nil {
+		if _, replay := e.recs.replaying.Load(s.id); replay {
+			return
+		}
+	}
+	params, _ := json.Marshal(r.GetParams())
+	sv := s.served()
+	conv := convergence.Record{
+		ProtocolVersion:   ir.ProtocolVersion,
+		ClientListChanged: declaresToolsListChanged(params),
+		ServerListChanged: ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged,
+	}
+	conv.SetCurrent(e.currentDigest(sv), e.generation(sv))
+	e.sessionCreated(s, sessionstore.OwnerHash(e.identityOf(r.GetExtra())), params, conv, time.Now())
+}
+
+// identityOf is Edge.identity for a request inside the go-sdk.
+func (e *Edge) identityOf(x *mcp.RequestExtra) string {
+	if x == nil {
+		return ""
+	}
+	if x.TokenInfo != nil && x.TokenInfo.UserID != "" {
+		return x.TokenInfo.UserID
+	}
+	if e.opts.IdentityHeader == "" || x.Header == nil {
+		return ""
+	}
+	return strings.TrimSpace(x.Header.Get(e.opts.IdentityHeader))
+}
+
+// declaresToolsListChanged reads a tools.listChanged client capability
+// (capabilities.tools or capabilities.experimental.tools). MCP 2025-11-25
+// defines none; a client that opens the standalone GET stream is counted
+// as declaring it too (see Edge.streamAttached).
+func declaresToolsListChanged(params json.RawMessage) bool {
+	var p struct {
+		Capabilities struct {
+			Tools *struct {
+				ListChanged bool `json:"listChanged"`
+			} `json:"tools"`
+			Experimental struct {
+				Tools *struct {
+					ListChanged bool `json:"listChanged"`
+				} `json:"tools"`
+			} `json:"experimental"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	c := p.Capabilities
+	return c.Tools != nil && c.Tools.ListChanged || c.Experimental.Tools != nil && c.Experimental.Tools.ListChanged
+}
+
+// generation is the generation at which sv was last found current.
+func (e *Edge) generation(sv *served) uint64 {
+	if sv == e.current() {
+		return max(sv.gen, e.confirmed.Load())
+	}
+	return sv.gen
+}
+
+// currentDigest is the digest a complete tools/list traversal of sv
+// yields: the catalog digest of the tools as served. An optimizer edge
+// serves a different list, so it has none (its verdicts are
+// unverifiable).
+func (e *Edge) currentDigest(sv *served) string {
+	if e.opts.Mode == ModeOptimizer {
+		return ""
+	}
+	return e.digests.get(sv).digest
+}
+
+// listed records a tools/list page served to s.
+func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now time.Time) {
+	defs := e.digests.get(s.served())
+	raws := make([]json.RawMessage, len(lr.Tools))
+	for i, t := range lr.Tools {
+		if raws[i] = defs.defs[t]; raws[i] == nil {
+			raws[i], _ = json.Marshal(t)
+		}
+	}
+	st := &s.rec
+	st.mu.Lock()
+	conv := &st.rec.Convergence
+	if err := conv.ListPage(now, cursor, raws, lr.NextCursor, catalog.Digest); err != nil {
+		e.log.Warn().Err(err).Str("session", s.id).Msg("tools/list evidence")
+	}
+	if t := conv.Traversal; t.Complete() && t.Break == "" {
+		st.rec.RegistryDigest = t.Digest // the client holds this list now
+		if t.Digest == conv.CurrentDigest {
+			delete(st.owed, toolsChanged)
+		}
+	}
+	if d, ok := convergence.SignalToConverged(*conv); ok && conv.LastSignal.Seq != st.stc {
+		st.stc = conv.LastSignal.Seq
+		e.rm.signalToConverged.Observe(d.Seconds())
+	}
+	st.dirty = true
+	st.mu.Unlock()
+	e.recs.enqueue(s)
+}
+
+// signals is the sending middleware, inside Edge.sending, that sees the
+// list_changed notifications actually written. One that could not be
+// delivered (no standalone GET stream open) is owed: it is sent again when
+// the stream attaches, instead of being lost.
+func (e *Edge) signals(s *session) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if s.kind != kindSession || !strings.HasSuffix(method, "/list_changed") {
+				return next(ctx, method, req)
+			}
+			if method != toolsChanged {
+				res, err := next(ctx, method, req)
+				if err != nil {
+					e.undelivered(s, method)
+					return res, err
+				}
+				s.rec.mu.Lock()
+				delete(s.rec.owed, method)
+				s.rec.mu.Unlock()
+				return res, err
+			}
+			// The signal is recorded before it is written: a client may
+			// list again before the write returns.
+			sv := s.served()
+			digest, gen := e.currentDigest(sv), e.generation(sv)
+			st := &s.rec
+			st.mu.Lock()
+			prevSignal, prevDigest := st.rec.Convergence.LastSignal, st.rec.RegistryDigest
+			st.rec.Convergence.SetCurrent(digest, gen)
+			st.rec.Convergence.Signal(time.Now(), gen)
+			st.rec.RegistryDigest, st.rec.AppliedGeneration = digest, gen
+			st.mu.Unlock()
+			res, err := next(ctx, method, req)
+			st.mu.Lock()
+			if err != nil { // not sent after all
+				st.rec.Convergence.LastSignal, st.rec.RegistryDigest = prevSignal, prevDigest
+			} else {
+				delete(st.owed, method)
+				st.dirty = true
+			}
+			st.mu.Unlock()
+			if err != nil {
+				e.undelivered(s, method)
+				return res, err
+			}
+			e.recs.enqueue(s)
+			return res, err
+		}
+	}
+}
+
+// undelivered owes s a notification the go-sdk could not write.
+func (e *Edge) undelivered(s *session, method string) {
+	s.mu.Lock()
+	delete(s.notified, method) // let the resend through Edge.sending
+	s.mu.Unlock()
+	s.rec.owe(method)
+}
+
+// streamAttached runs when s's standalone GET stream is open: the client
+// listens for notifications, and what is owed to it is sent now.
+func (e *Edge) streamAttached(s *session) {
+	st := &s.rec
+	st.mu.Lock()
+	changed := !st.rec.Convergence.ClientListChanged
+	st.rec.ClientListChanged, st.rec.Convergence.ClientListChanged = true, true
+	owed := make([]string, 0, len(st.owed))
+	for m := range st.owed {
+		owed = append(owed, m)
+	}
+	if changed {
+		st.dirty = true
+	}
+	st.mu.Unlock()
+	if changed {
+		e.recs.enqueue(s)
+	}
+	if len(owed) > 0 {
+		s.renotify(owed)
+	}
+}
+
+// renotify makes the go-sdk send the given list_changed notifications
+// again (a registry change of the hidden markers, as in apply).
+func (s *session) renotify(methods []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range methods {
+		switch m {
+		case toolsChanged:
+			if s.marker {
+				s.srv.RemoveTools(markerTool.Name)
+			} else {
+				s.srv.AddTool(markerTool, nil)
+			}
+			s.marker = !s.marker
+		case "notifications/prompts/list_changed":
+			s.srv.AddPrompt(markerPrompt, nil)
+		case "notifications/resources/list_changed":
+			s.srv.AddResource(markerResource, nil)
+		}
+	}
+}
+
+// viewApplied records a new view given to sessions (after a resync's
+// fan-out): the current digest and generation of their evidence.
+func (e *Edge) viewApplied(targets []*session, next *served) {
+	digest, gen := e.currentDigest(next), next.gen
+	for _, s := range targets {
+		if s.kind == kindStateless {
+			continue
+		}
+		st := &s.rec
+		st.mu.Lock()
+		st.rec.Convergence.SetCurrent(digest, gen)
+		st.rec.AppliedGeneration = gen
+		lag := convergence.GenerationLag(st.rec.Convergence)
+		st.dirty = true
+		st.mu.Unlock()
+		e.rm.generationLag.Observe(float64(lag))
+		e.recs.enqueue(s)
+	}
+}
+
+// adopt gives a rebuilt session its stored record. A view that changed
+// since the client last heard (its registry digest differs) is owed to it
+// as a list_changed.
+func (e *Edge) adopt(s *session, rec *sessionstore.Record, rev uint64, now time.Time) {
+	sv := s.served()
+	digest, gen := e.currentDigest(sv), e.generation(sv)
+	st := &s.rec
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.phase, st.owner, st.rev, st.seen, st.created = phaseLive, rec.Owner, rev, now, rec.CreatedAt
+	st.rec = *rec
+	st.rec.Edge = e.opts.ID
+	st.rec.AppliedGeneration = gen
+	st.rec.Convergence.SetCurrent(digest, gen)
+	if rec.RegistryDigest != digest {
+		if st.owed == nil {
+			st.owed = map[string]bool{}
+		}
+		st.owed[toolsChanged] = true
+	}
+	st.dirty = true
+}
+
+// audited forwards a tools/call and records it in the call trail.
+func (e *Edge) audited(ctx context.Context, s *session, r *mcp.CallToolRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
+	start := time.Now()
+	cur := e.current()
+	name := r.Params.Name
+	entry, _ := cur.view.Tool(name)
+	note := &callNote{}
+	res, err := next(context.WithValue(ctx, callNoteKey{}, note), method, r)
+	ent := calltrail.Entry{Time: start, Group: e.opts.Group, Edge: e.opts.ID, Tool: name,
+		BackendTool: entry.Original, Backend: entry.Backend, Generation: e.generation(cur),
+		Latency: time.Since(start), Outcome: calltrail.OutcomeOK, Arguments: r.Params.Arguments}
+	if s.kind == kindSession {
+		ent.SessionID = s.id
+		s.rec.mu.Lock()
+		ent.OwnerHash = s.rec.owner
+		s.rec.mu.Unlock()
+	} else {
+		ent.OwnerHash = sessionstore.OwnerHash(e.identityOf(r.GetExtra()))
+	}
+	ctr, _ := res.(*mcp.CallToolResult)
+	switch {
+	case err != nil:
+		ent.Outcome, ent.Error = calltrail.OutcomeError, err.Error()
+	case note.err != nil:
+		ent.Outcome, ent.Error = calltrail.OutcomeError, note.err.Error()
+	case ctr != nil && ctr.IsError:
+		ent.Outcome = calltrail.OutcomeIsError
+		if len(ctr.Content) > 0 {
+			if tc, ok := ctr.Content[0].(*mcp.TextContent); ok {
+				ent.Error = tc.Text
+			}
+		}
+	}
+	e.opts.CallTrail.Record(ent)
+	return res, err
+}
+
+// callNote carries, from Edge.callTool to the audit, why a call failed
+// when the failure is reported to the client as an isError result.
+type callNote struct{ err error }
+
+type callNoteKey struct{}
+
+// noteCallError records err as the failure of the call in ctx, if audited.
+func noteCallError(ctx context.Context, err error) {
+	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
+		n.err = err
+	}
+}
+
+// toolDefs are the tools of one served value as the go-sdk sends them, and
+// their catalog digest.
+type toolDefs struct {
+	digest string
+	defs   map[*mcp.Tool]json.RawMessage
+}
+
+// digestCache keeps the toolDefs of the last few served values.
+type digestCache struct {
+	mu    sync.Mutex
+	order []*served
+	byVal map[*served]*toolDefs
+}
+
+func newDigestCache() *digestCache { return &digestCache{byVal: map[*served]*toolDefs{}} }
+
+func (c *digestCache) get(sv *served) *toolDefs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.byVal[sv]; d != nil {
+		return d
+	}
+	d := &toolDefs{defs: make(map[*mcp.Tool]json.RawMessage, len(sv.toolList))}
+	raws := make([]json.RawMessage, 0, len(sv.toolList))
+	for _, t := range sv.toolList {
+		b, err := json.Marshal(t)
+		if err != nil {
+			continue
+		}
+		d.defs[t] = b
+		raws = append(raws, b)
+	}
+	d.digest, _ = catalog.Digest(raws)
+	c.byVal[sv] = d
+	c.order = append(c.order, sv)
+	if len(c.order) > 4 {
+		delete(c.byVal, c.order[0])
+		c.order = c.order[1:]
+	}
+	return d
+}

@@ -1,0 +1,165 @@
+package edge
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+)
+
+// bulkCatalog is a catalog of n synthetic tools (more than one tools/list
+// page when n > 1000).
+func bulkCatalog(t testing.TB, n int) *events.Catalog {
+	t.Helper()
+	c := &events.Catalog{}
+	for i := range n {
+		c.Tools = append(c.Tools, json.RawMessage(fmt.Sprintf(`{"name":"t%04d","description":"tool %d","inputSchema":{"type":"object"}}`, i, i)))
+	}
+	var err error
+	if c.Digest, err = catalog.Digest(c.Tools); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// publishBulk makes a backend serving n synthetic tools advertisable.
+func publishBulk(f *fleet, name string, n int) uint64 {
+	f.publish(events.NewBackendAdded(time.Now(), "default", name, events.BackendConfig{URL: "http://127.0.0.1:1/mcp", Transport: "streamable-http"}))
+	f.catalog("default", name, bulkCatalog(f.t, n))
+	return f.health("default", name, true)
+}
+
+// verdictOf waits until the edge's admin API shows the session's verdict
+// as want, and returns what it shows.
+func verdictOf(t *testing.T, e *Edge, id, want string) SessionInfo {
+	t.Helper()
+	var info SessionInfo
+	eventually(t, 10*time.Second, "verdict "+want, func() bool {
+		var ok bool
+		info, ok = sessionInfo(t, e, id)
+		return ok && info.Verdict == want
+	})
+	return info
+}
+
+// A session that lists every page after a change is converged; the
+// evidence survives in its record.
+func TestVerdictConvergedAfterRelist(t *testing.T) {
+	f := newSharedFleet(t)
+	publishBulk(f.fleet, "bulk", 1500)
+	e := startRecordEdge(t, f, "a", nil, nil)
+	c := connectAs(t, e.MCPURL(), "alice", false)
+	if n := len(c.toolNames(t)); n != 1500 {
+		t.Fatalf("%d tools listed", n)
+	}
+	info := verdictOf(t, e.Edge, c.cs.ID(), "converged")
+	if tr := info.Convergence.Traversal; tr.Pages != 2 || tr.Tools != 1500 {
+		t.Fatalf("traversal %+v", tr)
+	}
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	c.waitChanged(t, 1, 20*time.Second)
+	verdictOf(t, e.Edge, c.cs.ID(), "stale")
+	if names := c.toolNames(t); !names["alpha_echo"] {
+		t.Fatal("alpha_echo not listed")
+	}
+	info = verdictOf(t, e.Edge, c.cs.ID(), "converged")
+	if !info.Convergence.LastSignal.Sent() || info.Convergence.Traversal.StartSeq <= info.Convergence.LastSignal.Seq {
+		t.Fatalf("evidence %+v", info.Convergence)
+	}
+	if n := metricValue(t, e.Edge, "fleetgate_edge_signal_to_converged_seconds"); n != 1 {
+		t.Fatalf("signal-to-converged observations: %v", n)
+	}
+	eventually(t, 10*time.Second, "record converged", func() bool {
+		rec := stored(t, e.Edge, c.cs.ID())
+		return rec != nil && rec.Convergence.Traversal.Digest == info.Convergence.CurrentDigest && rec.RegistryDigest == rec.Convergence.CurrentDigest
+	})
+}
+
+// A session told of a change that does not list again is stale.
+func TestVerdictStaleWithoutRelist(t *testing.T) {
+	f := newSharedFleet(t)
+	e := startRecordEdge(t, f, "a", nil, nil)
+	c := connectAs(t, e.MCPURL(), "alice", false)
+	c.toolNames(t)
+	verdictOf(t, e.Edge, c.cs.ID(), "converged")
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	c.waitChanged(t, 1, 20*time.Second)
+	info := verdictOf(t, e.Edge, c.cs.ID(), "stale")
+	if !info.Convergence.ClientListChanged || !info.Convergence.ServerListChanged {
+		t.Fatalf("negotiation evidence %+v", info.Convergence)
+	}
+	if n := metricValue(t, e.Edge, "fleetgate_edge_sessions_by_verdict"); n != 1 {
+		t.Fatalf("sessions by verdict sum to %v", n)
+	}
+}
+
+// A client without listChanged (no standalone stream, nothing declared)
+// that never lists again after a change is unverifiable, not stale.
+func TestVerdictUnverifiableWithoutListChanged(t *testing.T) {
+	f := newSharedFleet(t)
+	e := startRecordEdge(t, f, "a", nil, nil)
+	c := connectAs(t, e.MCPURL(), "alice", true)
+	c.toolNames(t)
+	verdictOf(t, e.Edge, c.cs.ID(), "converged")
+	b := startBackend(t, "alpha", nil)
+	f.add("default", b)
+	f.catalog("default", "alpha", listCatalog(t, b))
+	gen := f.health("default", "alpha", true)
+	eventually(t, 10*time.Second, "edge at the change", func() bool { return e.confirmed.Load() >= gen })
+	info := verdictOf(t, e.Edge, c.cs.ID(), "unverifiable")
+	if info.Convergence.ClientListChanged || info.Convergence.LastSignal.Sent() {
+		t.Fatalf("evidence %+v", info.Convergence)
+	}
+}
+
+// Every tools/call is in the call trail with its session, owner and route;
+// arguments only when the trail keeps them.
+func TestToolCallsAudited(t *testing.T) {
+	f := newSharedFleet(t)
+	trail, err := calltrail.Open(t.Context(), f.js, &calltrail.Options{IncludeArguments: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e := startRecordEdge(t, f, "a", nil, func(o *Options) { o.CallTrail = trail })
+	c := connectAs(t, e.MCPURL(), "alice", true)
+	c.call(t, "alpha_echo", map[string]any{"text": "audited"})
+	c.call(t, "nope_echo", nil)
+	eventually(t, 10*time.Second, "entries published", func() bool { return trail.Stats().Published >= 2 })
+	cons, err := f.js.OrderedConsumer(t.Context(), calltrail.DefaultStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []calltrail.Entry
+	for range 2 {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ent calltrail.Entry
+		if err := json.Unmarshal(msg.Data(), &ent); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ent)
+	}
+	ok := got[0]
+	if ok.SessionID != c.cs.ID() || ok.OwnerHash != sessionstore.OwnerHash("alice") || ok.Tool != "alpha_echo" ||
+		ok.BackendTool != "echo" || ok.Backend != "alpha" || ok.Outcome != calltrail.OutcomeOK || ok.Edge != "a" ||
+		!strings.Contains(string(ok.Arguments), "audited") || ok.Generation == 0 {
+		t.Fatalf("entry %+v", ok)
+	}
+	if bad := got[1]; bad.Tool != "nope_echo" || bad.Outcome != calltrail.OutcomeError || bad.Error == "" {
+		t.Fatalf("entry of the unknown tool %+v", bad)
+	}
+}

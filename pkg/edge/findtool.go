@@ -1,0 +1,194 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// errInvalidArguments is wrapped by the errors of meta-tool calls whose
+// arguments do not fit the tool's input schema.
+var errInvalidArguments = errors.New("invalid arguments")
+
+// optimizer answers, in optimizer mode, the requests that differ from
+// passthrough: tools/list (the advertised tools) and calls of find_tool
+// and call_tool. handled is false for every other request, and for every
+// request in passthrough mode. A tools/call of any other exposed name (a
+// pinned tool, or one a client remembers) is routed as in passthrough.
+func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res mcp.Result, handled bool, err error) {
+	if e.opts.Mode != ModeOptimizer {
+		return nil, false, nil
+	}
+	switch r := req.(type) {
+	case *mcp.ListToolsRequest:
+		var cursor string
+		if r.Params != nil {
+			cursor = r.Params.Cursor
+		}
+		page, next, err := paginate(s.served().index.advertised, cursor, func(t *mcp.Tool) string { return t.Name })
+		if err != nil {
+			return nil, true, err
+		}
+		return &mcp.ListToolsResult{Tools: page, NextCursor: next}, true, nil
+	case *mcp.CallToolRequest:
+		switch r.Params.Name {
+		case FindToolName:
+			return e.findTool(s.served(), r.Params.Arguments), true, nil
+		case CallToolName:
+			res, err := e.callMeta(ctx, r.Params.Arguments)
+			return res, true, err
+		}
+	}
+	return nil, false, nil
+}
+
+// findTool answers a find_tool call from sv's index: the snapshot loaded
+// here serves the whole call, whatever views are swapped in meanwhile.
+func (e *Edge) findTool(sv *served, args json.RawMessage) *mcp.CallToolResult {
+	start := time.Now()
+	query, limit, err := parseFindArgs(args)
+	if err != nil {
+		return toolError(err)
+	}
+	body, err := sv.index.find(query, limit)
+	if err != nil {
+		return toolError(fmt.Errorf("find_tool %q: %w", query, err))
+	}
+	e.opt.findSeconds.Observe(time.Since(start).Seconds())
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(body),
+		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
+}
+
+// foundTool is one tool of a find_tool result.
+type foundTool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Score       float64         `json:"score"`
+}
+
+// findResult is find_tool's structuredContent (and text content).
+type findResult struct {
+	Tools []foundTool `json:"tools"`
+	// CatalogTools is the number of tools the index holds; CatalogTokens
+	// their size as tools/list would serve them, ReturnedTokens that of
+	// the returned ones, both estimated by tokenCount.
+	CatalogTools   int `json:"catalog_tools"`
+	CatalogTokens  int `json:"catalog_tokens"`
+	ReturnedTokens int `json:"returned_tokens"`
+}
+
+// find searches the index and returns the marshalled find_tool result.
+// Scores are rounded to 4 decimals.
+func (ti *toolIndex) find(query string, limit int) ([]byte, error) {
+	hits := ti.ix.Search(query, limit)
+	res := findResult{Tools: make([]foundTool, len(hits)), CatalogTools: len(ti.tools), CatalogTokens: ti.catalogTokens}
+	for i, h := range hits {
+		t := ti.tools[h.Doc]
+		schema := rawSchema(t.InputSchema)
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		res.Tools[i] = foundTool{Name: t.Name, Title: toolTitle(t), Description: t.Description,
+			InputSchema: schema, Score: math.Round(h.Score*1e4) / 1e4}
+		res.ReturnedTokens += ti.tokens[h.Doc]
+	}
+	return json.Marshal(res)
+}
+
+// parseFindArgs validates find_tool's arguments: "query" a string with
+// more than white space; "limit" absent or null (FindToolDefaultLimit),
+// or an integer of at least 1, clamped to FindToolMaxLimit.
+func parseFindArgs(raw json.RawMessage) (query string, limit int, err error) {
+	in, err := objectArgs(FindToolName, raw)
+	if err != nil {
+		return "", 0, err
+	}
+	q, ok := in["query"]
+	if !ok || string(q) == "null" {
+		return "", 0, fmt.Errorf(`find_tool: %w: "query" is required: a string saying what the tool should do`, errInvalidArguments)
+	}
+	if err := json.Unmarshal(q, &query); err != nil {
+		return "", 0, fmt.Errorf(`find_tool: %w: "query" must be a string, got %s`, errInvalidArguments, q)
+	}
+	if strings.TrimSpace(query) == "" {
+		return "", 0, fmt.Errorf(`find_tool: %w: "query" must not be empty`, errInvalidArguments)
+	}
+	limit = FindToolDefaultLimit
+	if l, ok := in["limit"]; ok && string(l) != "null" {
+		var f float64
+		if json.Unmarshal(l, &f) != nil || f != math.Trunc(f) || f < 1 {
+			return "", 0, fmt.Errorf(`find_tool: %w: "limit" must be an integer from 1 to %d, got %s`,
+				errInvalidArguments, FindToolMaxLimit, l)
+		}
+		limit = int(min(f, FindToolMaxLimit))
+	}
+	return query, limit, nil
+}
+
+// objectArgs decodes a meta-tool's arguments, which must be a JSON object
+// (absent arguments are an empty one).
+func objectArgs(tool string, raw json.RawMessage) (map[string]json.RawMessage, error) {
+	in := map[string]json.RawMessage{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return in, nil
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("%s: %w: the arguments must be a JSON object: %v", tool, errInvalidArguments, err)
+	}
+	return in, nil
+}
+
+// parseCallArgs validates call_tool's arguments: "tool_name" a non-empty
+// string, "arguments" absent, null or an object.
+func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err error) {
+	in, err := objectArgs(CallToolName, raw)
+	if err != nil {
+		return "", nil, err
+	}
+	if json.Unmarshal(in["tool_name"], &name) != nil || name == "" {
+		return "", nil, fmt.Errorf(`call_tool: %w: "tool_name" is required: the name of a tool find_tool returned`, errInvalidArguments)
+	}
+	args = in["arguments"]
+	if string(args) == "null" {
+		args = nil
+	}
+	if len(args) > 0 {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(args, &obj) != nil {
+			return "", nil, fmt.Errorf(`call_tool %q: %w: "arguments" must be a JSON object, got %s`, name, errInvalidArguments, args)
+		}
+	}
+	return name, args, nil
+}
+
+// callMeta answers a call_tool call: the named tool is called exactly as a
+// passthrough tools/call of it would be (Edge.callTool: same routing by the
+// current view, pool, timeout and metrics). A tool the current view does
+// not hold gets an isError result naming it.
+func (e *Edge) callMeta(ctx context.Context, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	name, args, err := parseCallArgs(raw)
+	if err != nil {
+		return toolError(err), nil
+	}
+	if _, ok := e.current().view.Tool(name); !ok {
+		e.m.unknownCalls.Inc()
+		e.log.Info().Str("tool", name).Msg("call_tool of a tool not in the served view")
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); use find_tool to search again",
+				name, e.opts.Group)}}}, nil
+	}
+	return e.callTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args}})
+}
+
+// toolError is the isError result of a meta-tool call that failed.
+func toolError(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+}

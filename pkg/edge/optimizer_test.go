@@ -1,0 +1,365 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
+)
+
+// find calls find_tool on the client's session.
+func (c *client) find(t testing.TB, query string, limit int) findResult {
+	t.Helper()
+	args := map[string]any{"query": query}
+	if limit > 0 {
+		args["limit"] = limit
+	}
+	return decodeFind(t, c.call(t, FindToolName, args))
+}
+
+// finds reports whether find_tool for query returns the tool name.
+func (c *client) finds(t testing.TB, query, name string) bool {
+	t.Helper()
+	return slices.Contains(c.find(t, query, FindToolMaxLimit).names(), name)
+}
+
+// callVia calls a tool through call_tool.
+func (c *client) callVia(t testing.TB, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	return c.call(t, CallToolName, map[string]any{"tool_name": name, "arguments": args})
+}
+
+// quiet waits until edges have applied generation gen, then one more full
+// coalescing window plus margin, so that any notification a batch up to
+// gen causes has been sent.
+func quiet(t testing.TB, gen uint64, window time.Duration, edges ...*Edge) {
+	t.Helper()
+	for _, e := range edges {
+		eventually(t, 20*time.Second, "edge at the last generation", func() bool { return e.confirmed.Load() >= gen })
+	}
+	time.Sleep(2*window + 50*time.Millisecond)
+}
+
+func optimizerOpts(window time.Duration, pinned ...string) *Options {
+	return &Options{Mode: ModeOptimizer, Coalesce: window, PinnedTools: pinned, CallTimeout: 10 * time.Second}
+}
+
+// One session that never reconnects: find_tool does not see the tools of a
+// backend that is down, sees them once it recovers, call_tool then
+// reaches it, and no tools/list_changed arrives all along. A passthrough
+// edge on the same log, whose client is notified of the same changes,
+// shows that the optimizer session would have heard them.
+func TestOptimizerRecoveryWithoutListChanged(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			const window = 100 * time.Millisecond
+			f := newFleet(t)
+			b := startBackend(t, "alpha", nil)
+			f.add("default", b)
+			f.catalog("default", "alpha", listCatalog(t, b))
+			f.health("default", "alpha", false)
+			e := startEdge(t, f, optimizerOpts(window))
+			pass := startEdge(t, f, &Options{Coalesce: window})
+			c := connect(t, e.MCPURL(), v.version)
+			control := connect(t, pass.MCPURL(), v.version)
+
+			if names := c.toolNames(t); len(names) != 2 || !names[FindToolName] || !names[CallToolName] {
+				t.Fatalf("advertised tools: %v", names)
+			}
+			if got := c.find(t, "echo text", 0); len(got.Tools) != 0 || got.CatalogTools != 0 {
+				t.Fatalf("find_tool while alpha is down: %+v", got)
+			}
+			res := c.callVia(t, "alpha_echo", map[string]any{"text": "hi"})
+			if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) {
+				t.Fatalf("call_tool while alpha is down: isError=%v %q", res.IsError, text(res))
+			}
+
+			f.health("default", "alpha", true)
+			eventually(t, 20*time.Second, "find_tool sees alpha_echo", func() bool { return c.finds(t, "echo text", "alpha_echo") })
+			if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "hi"})); got != "alpha: hi" {
+				t.Fatalf("call_tool alpha_echo = %q", got)
+			}
+			// More view swaps on the same session: down, up again.
+			f.health("default", "alpha", false)
+			eventually(t, 20*time.Second, "alpha_echo gone", func() bool { return !c.finds(t, "echo text", "alpha_echo") })
+			last := f.health("default", "alpha", true)
+			eventually(t, 20*time.Second, "alpha_echo back", func() bool { return c.finds(t, "echo text", "alpha_echo") })
+			if got := text(c.callVia(t, "alpha_add", map[string]any{"a": 2, "b": 3})); got != "5" {
+				t.Fatalf("call_tool alpha_add = %q", got)
+			}
+
+			control.waitChanged(t, 1, 20*time.Second)
+			quiet(t, last, window, e, pass)
+			if n := c.changed.Load(); n != 0 {
+				t.Fatalf("optimizer session got %d tools/list_changed, want 0", n)
+			}
+			if n := control.changed.Load(); n < 2 {
+				t.Fatalf("passthrough control session got %d tools/list_changed, want at least 2", n)
+			}
+			if names := c.toolNames(t); len(names) != 2 {
+				t.Fatalf("advertised tools changed: %v", names)
+			}
+		})
+	}
+}
+
+// A dead backend's tools leave find_tool's results, and call_tool on one
+// gives an isError result naming it; the other backend keeps working.
+func TestOptimizerDeadBackendVanishes(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			f := newFleet(t)
+			a := startBackend(t, "alpha", nil)
+			bb := startBackend(t, "beta", nil)
+			f.healthyBackend("default", a)
+			f.healthyBackend("default", bb)
+			e := startEdge(t, f, optimizerOpts(50*time.Millisecond))
+			c := connect(t, e.MCPURL(), v.version)
+			got := c.find(t, "echo text", 0)
+			if !slices.Contains(got.names(), "alpha_echo") || !slices.Contains(got.names(), "beta_echo") || got.CatalogTools != 4 {
+				t.Fatalf("find_tool: %+v", got)
+			}
+			if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "x"})); got != "alpha: x" {
+				t.Fatalf("call_tool alpha_echo = %q", got)
+			}
+			a.Stop()
+			f.health("default", "alpha", false)
+			eventually(t, 20*time.Second, "alpha's tools gone from find_tool", func() bool {
+				r := c.find(t, "echo text add numbers", 0)
+				return r.CatalogTools == 2 && !slices.ContainsFunc(r.names(), func(n string) bool { return strings.HasPrefix(n, "alpha_") })
+			})
+			res := c.callVia(t, "alpha_echo", map[string]any{"text": "x"})
+			if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) || !strings.Contains(text(res), "find_tool") {
+				t.Fatalf("call_tool of the dead backend's tool: isError=%v %q", res.IsError, text(res))
+			}
+			if got := text(c.callVia(t, "beta_echo", map[string]any{"text": "y"})); got != "beta: y" {
+				t.Fatalf("call_tool beta_echo = %q", got)
+			}
+			// Bad meta-tool arguments are isError results naming the problem.
+			if res := c.call(t, FindToolName, map[string]any{"query": " "}); !res.IsError || !strings.Contains(text(res), `"query"`) {
+				t.Fatalf("find_tool with an empty query: isError=%v %q", res.IsError, text(res))
+			}
+			if res := c.call(t, FindToolName, map[string]any{"query": "echo", "limit": 0}); !res.IsError || !strings.Contains(text(res), `"limit"`) {
+				t.Fatalf("find_tool with limit 0: isError=%v %q", res.IsError, text(res))
+			}
+			if res := c.call(t, CallToolName, map[string]any{"arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), `"tool_name"`) {
+				t.Fatalf("call_tool without tool_name: isError=%v %q", res.IsError, text(res))
+			}
+		})
+	}
+}
+
+// withDescription returns cat with the description of its tool name
+// replaced.
+func withDescription(t testing.TB, cat *events.Catalog, name, desc string) *events.Catalog {
+	t.Helper()
+	out := &events.Catalog{Resources: cat.Resources, Prompts: cat.Prompts}
+	for _, raw := range cat.Tools {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["name"] == name {
+			m["description"] = desc
+		}
+		out.Tools = append(out.Tools, mustJSON(t, m))
+	}
+	return out
+}
+
+// Changes of a pinned tool (definition, availability) notify optimizer
+// sessions; changes of other tools only re-index.
+func TestOptimizerPinnedToolsNotify(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			const window = 100 * time.Millisecond
+			f := newFleet(t)
+			a := startBackend(t, "alpha", nil)
+			bb := startBackend(t, "beta", nil)
+			f.healthyBackend("default", a)
+			f.healthyBackend("default", bb)
+			cat := listCatalog(t, a)
+			e := startEdge(t, f, optimizerOpts(window, "alpha_echo"))
+			c := connect(t, e.MCPURL(), v.version)
+			listed := func() map[string]*mcp.Tool {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				out := map[string]*mcp.Tool{}
+				for tool, err := range c.cs.Tools(ctx, nil) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[tool.Name] = tool
+				}
+				return out
+			}
+			if got := listed(); len(got) != 3 || got["alpha_echo"] == nil || got[FindToolName] == nil || got[CallToolName] == nil {
+				t.Fatalf("advertised: %v", got)
+			}
+
+			// Unpinned: a backend leaves, another tool's definition changes.
+			f.health("default", "beta", false)
+			cat = withDescription(t, cat, "add", "Add two numbers together.")
+			f.catalog("default", "alpha", cat)
+			last := f.health("default", "alpha", true) // no change
+			eventually(t, 20*time.Second, "re-indexed", func() bool {
+				r := c.find(t, "add numbers together", 0)
+				return r.CatalogTools == 2 && len(r.Tools) > 0 && r.Tools[0].Description == "Add two numbers together."
+			})
+			quiet(t, last, window, e)
+			if n := c.changed.Load(); n != 0 {
+				t.Fatalf("%d tools/list_changed for unpinned changes, want 0", n)
+			}
+
+			// Pinned: its definition changes.
+			cat = withDescription(t, cat, "echo", "Echo loudly.")
+			f.catalog("default", "alpha", cat)
+			c.waitChanged(t, 1, 20*time.Second)
+			if got := listed(); got["alpha_echo"] == nil || got["alpha_echo"].Description != "Echo loudly." {
+				t.Fatalf("pinned tool after its change: %+v", got["alpha_echo"])
+			}
+			// Pinned: its backend leaves.
+			last = f.health("default", "alpha", false)
+			c.waitChanged(t, 2, 20*time.Second)
+			if got := listed(); len(got) != 2 || got["alpha_echo"] != nil {
+				t.Fatalf("advertised after the pinned tool's backend left: %v", got)
+			}
+			quiet(t, last, window, e)
+			if n := c.changed.Load(); n != 2 {
+				t.Fatalf("%d tools/list_changed for two pinned changes, want 2", n)
+			}
+		})
+	}
+}
+
+// Concurrent find_tool calls from several sessions while the view is
+// swapped over and over (run with -race): every result is one whole
+// snapshot, and no session is notified.
+func TestOptimizerConcurrentFindDuringSwaps(t *testing.T) {
+	f := newFleet(t)
+	a := startBackend(t, "alpha", nil)
+	bb := startBackend(t, "beta", nil)
+	f.healthyBackend("default", a)
+	f.healthyBackend("default", bb)
+	e := startEdge(t, f, optimizerOpts(time.Millisecond))
+	var clients []*client
+	for _, v := range versions {
+		clients = append(clients, connect(t, e.MCPURL(), v.version), connect(t, e.MCPURL(), v.version))
+	}
+	batches := testutil.ToFloat64(e.m.batches)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls sync.Map
+	for i, c := range clients {
+		wg.Go(func() {
+			n := 0
+			for {
+				select {
+				case <-stop:
+					calls.Store(i, n)
+					return
+				default:
+				}
+				res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: FindToolName, Arguments: map[string]any{"query": "echo text"}})
+				if err != nil || res.IsError {
+					t.Errorf("find_tool: %v %+v", err, res)
+					return
+				}
+				var r findResult
+				if err := json.Unmarshal([]byte(text(res)), &r); err != nil {
+					t.Errorf("find_tool result %q: %v", text(res), err)
+					return
+				}
+				n++
+				hasBeta := slices.Contains(r.names(), "beta_echo")
+				if !slices.Contains(r.names(), "alpha_echo") || (hasBeta != (r.CatalogTools == 4)) || (r.CatalogTools != 2 && r.CatalogTools != 4) {
+					t.Errorf("inconsistent find_tool result: %+v", r)
+					return
+				}
+			}
+		})
+	}
+	var last uint64
+	for i := range 30 {
+		last = f.health("default", "beta", i%2 == 1) // ends up
+		time.Sleep(2 * time.Millisecond)
+	}
+	eventually(t, 20*time.Second, "edge at the last generation", func() bool { return e.confirmed.Load() >= last })
+	close(stop)
+	wg.Wait()
+	if swaps := testutil.ToFloat64(e.m.batches) - batches; swaps < 3 {
+		t.Errorf("%v view swaps during the calls, want several", swaps)
+	}
+	for i, c := range clients {
+		if n, _ := calls.Load(i); n == nil || n.(int) == 0 {
+			t.Errorf("client %d made no find_tool call", i)
+		}
+		if !c.finds(t, "echo text", "beta_echo") {
+			t.Errorf("client %d: beta_echo missing after the last swap", i)
+		}
+		if n := c.changed.Load(); n != 0 {
+			t.Errorf("client %d: %d tools/list_changed", i, n)
+		}
+	}
+	if got := testutilCount(t, e, "fleetgate_edge_find_tool_seconds"); got == 0 {
+		t.Error("fleetgate_edge_find_tool_seconds observed nothing")
+	}
+}
+
+// testutilCount is the number of observations of a histogram of e.
+func testutilCount(t testing.TB, e *Edge, name string) uint64 {
+	t.Helper()
+	mfs, err := e.opts.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+// find_tool puts the right demo tool first for plain-words queries.
+func TestOptimizerFindsDemoTool(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", &demoOpts) // echo, add and 18 generated tools
+	f.healthyBackend("default", b)
+	e := startEdge(t, f, optimizerOpts(50*time.Millisecond))
+	c := connect(t, e.MCPURL(), "2025-11-25")
+	for query, want := range map[string]string{
+		"add two numbers":                  "alpha_add",
+		"calculate the sum of two numbers": "alpha_add",
+		"echo some text back to me":        "alpha_echo",
+		"repeat the text I give you":       "alpha_echo",
+		"generated tool number 7":          "alpha_tool_0007",
+		"what tools does alpha offer?":     "",
+	} {
+		got := c.find(t, query, 3)
+		if got.CatalogTools != 20 || got.CatalogTokens <= got.ReturnedTokens {
+			t.Errorf("find_tool %q: figures %+v", query, got)
+		}
+		if want == "" {
+			continue
+		}
+		if len(got.Tools) == 0 || got.Tools[0].Name != want {
+			t.Errorf("find_tool %q = %v, want %s first", query, got.names(), want)
+			continue
+		}
+		top := got.Tools[0]
+		def := e.current().tools[want]
+		if top.Description != def.Description || string(top.InputSchema) != string(rawSchema(def.InputSchema)) || top.Score <= 0 {
+			t.Errorf("find_tool %q: %+v does not carry the tool's definition", query, top)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+)
+
+// replayHeader marks the requests an edge makes to its own go-sdk handler
+// while rebuilding a session (they never come from a client).
+const replayHeader = "X-Fleetgate-Replay"
+
+// errForeign is a session presented by an identity other than its owner's.
+var errForeign = errors.New("session belongs to another identity")
+
+// identity is the caller's identity: the go-sdk TokenInfo's UserID when an
+// auth middleware set one, else the Options.IdentityHeader value. ok is
+// false when an identity header is configured and the request lacks it.
+func (e *Edge) identity(r *http.Request) (id string, ok bool) {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		return ti.UserID, true
+	}
+	if e.opts.IdentityHeader == "" {
+		return "", true
+	}
+	id = strings.TrimSpace(r.Header.Get(e.opts.IdentityHeader))
+	return id, id != ""
+}
+
+// serveSession serves a request of the session-based protocol: it binds
+// sessions to their creator's identity, rebuilds a session another edge
+// created from its stored record, ends the record with DELETE, and notices
+// the standalone GET stream attaching (so that a change owed to the client
+// is sent then).
+func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	ident, ok := e.identity(r)
+	if !ok {
+		e.rm.refusals.WithLabelValues("missing_identity").Inc()
+		http.Error(w, "missing identity header "+e.opts.IdentityHeader, http.StatusUnauthorized)
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		e.serveStateful(h, w, r) // initialize: the owner is taken from the same headers
+		return
+	}
+	if sessionstore.ValidateID(sid) != nil {
+		http.Error(w, "session not found", http.StatusNotFound) // no store lookup for a malformed id
+		return
+	}
+	owner := sessionstore.OwnerHash(ident)
+	s := e.lookup(sid)
+	if s != nil && s.rec.phaseOf() == phaseNone {
+		// Being rebuilt (or initialized): wait for the rebuild, if any.
+		if e.recs == nil {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		s = nil
+	}
+	if s == nil && e.recs != nil {
+		if r.Method == http.MethodDelete {
+			e.deleteStored(w, r, sid, owner)
+			return
+		}
+		var err error
+		s, err = e.rehydrate(h, r, sid, owner)
+		switch {
+		case errors.Is(err, errForeign):
+			e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
+			http.Error(w, "session belongs to another identity", http.StatusForbidden)
+			return
+		case err != nil && !errors.Is(err, sessionstore.ErrNotFound):
+			e.log.Warn().Err(err).Str("session", sid).Msg("session not rehydrated")
+			http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if s == nil {
+		if e.lookup(sid) != nil { // not initialized yet: not addressable
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r) // the go-sdk answers 404
+		return
+	}
+	s.rec.mu.Lock()
+	foreign := s.rec.owner != owner
+	s.rec.mu.Unlock()
+	if foreign {
+		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
+		http.Error(w, "session belongs to another identity", http.StatusForbidden)
+		return
+	}
+	e.recs.touched(s, time.Now())
+	switch r.Method {
+	case http.MethodGet:
+		w = &attachWriter{ResponseWriter: w, onAttach: func() { e.wg.Go(func() { e.streamAttached(s) }) }}
+	case http.MethodDelete:
+		e.serveStateful(h, w, r)
+		e.recs.deleted(r.Context(), sid, s)
+		return
+	case http.MethodPost:
+		// A call's response is written after the call returned: shutdown
+		// waits for the whole POST before it closes the session.
+		e.posting.Add(1)
+		defer e.posting.Add(-1)
+	}
+	e.serveStateful(h, w, r)
+}
+
+// deleteStored ends a session this edge does not hold.
+func (e *Edge) deleteStored(w http.ResponseWriter, r *http.Request, sid, owner string) {
+	rec, _, err := e.recs.store.Get(r.Context(), sid)
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		http.Error(w, "session not found", http.StatusNotFound)
+	case err != nil:
+		http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
+	case rec.Owner != owner:
+		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
+		http.Error(w, "session belongs to another identity", http.StatusForbidden)
+	default:
+		e.recs.deleted(r.Context(), sid, nil)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// rehydrate rebuilds session sid from its stored record when owner owns
+// it. Concurrent requests for one session and owner share one rebuild.
+func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*session, error) {
+	v, err, _ := e.recs.flights.Do(sid+"\x00"+owner, func() (any, error) {
+		if s := e.lookup(sid); s != nil && s.rec.phaseOf() == phaseLive {
+			return s, nil
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
+		rec, rev, err := e.recs.store.Get(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Owner != owner {
+			return nil, fmt.Errorf("session %q: %w", sid, errForeign)
+		}
+		if rec.Group != e.opts.Group {
+			return nil, fmt.Errorf("session %q of group %q: %w", sid, rec.Group, sessionstore.ErrNotFound)
+		}
+		s, err := e.replay(ctx, h, r, rec)
+		if err != nil {
+			return nil, err
+		}
+		e.adopt(s, rec, rev, time.Now())
+		if err := e.recs.write(s, true); err != nil {
+			e.log.Warn().Err(err).Str("session", sid).Msg("rehydrated session's record not taken over")
+		}
+		e.rm.rehydrated.Inc()
+		e.rm.rehydrateSeconds.Observe(time.Since(start).Seconds())
+		e.log.Info().Str("session", sid).Str("from_edge", rec.Edge).Dur("took", time.Since(start)).Msg("session rehydrated")
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*session), nil
+}
+
+// replay rebuilds the session by passing its stored initialize, then
+// notifications/initialized, through the go-sdk's own handler (R1): the
+// session server's fixed id makes it the very session the client holds.
+func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, rec *sessionstore.Record) (*session, error) {
+	hd := &holder{id: rec.ID, kind: kindSession}
+	e.recs.replaying.Store(rec.ID, struct{}{})
+	defer e.recs.replaying.Delete(rec.ID)
+	params := rec.InitializeParams
+	if len(params) == 0 {
+		params = []byte(`{}`)
+	}
+	body := `{"jsonrpc":"2.0","id":"fleetgate-replay","method":"initialize","params":` + string(params) + `}`
+	code, hdr := e.replayPost(context.WithValue(ctx, holderKey{}, hd), h, orig, "", "", body)
+	if hd.s == nil || code != http.StatusOK || hdr.Get("Mcp-Session-Id") != rec.ID {
+		if hd.s != nil {
+			hd.s.close()
+			e.forget(hd.s)
+		}
+		return nil, fmt.Errorf("session %q: replay initialize: status %d, session id %q", rec.ID, code, hdr.Get("Mcp-Session-Id"))
+	}
+	e.track(hd.s)
+	code, _ = e.replayPost(ctx, h, orig, rec.ID, rec.ProtocolVersion, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if code != http.StatusAccepted {
+		hd.s.close()
+		return nil, fmt.Errorf("session %q: replay notifications/initialized: status %d", rec.ID, code)
+	}
+	return hd.s, nil
+}
+
+// replayPost sends one replayed message to the go-sdk handler, keeping the
+// original request's Host (DNS-rebinding protection) and identity.
+func (e *Edge) replayPost(ctx context.Context, h http.Handler, orig *http.Request, sid, version, body string) (int, http.Header) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, orig.URL.Path, strings.NewReader(body))
+	if err != nil {
+		return 0, http.Header{}
+	}
+	req.Host, req.RemoteAddr = orig.Host, orig.RemoteAddr
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(replayHeader, "1")
+	if e.opts.IdentityHeader != "" {
+		req.Header.Set(e.opts.IdentityHeader, orig.Header.Get(e.opts.IdentityHeader))
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	w := &replayWriter{header: http.Header{}}
+	h.ServeHTTP(w, req)
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.code, w.header
+}
+
+// replayWriter collects the go-sdk's answer to a replayed message.
+type replayWriter struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (w *replayWriter) Header() http.Header { return w.header }
+func (w *replayWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+func (w *replayWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *replayWriter) Flush() {}
+
+// attachWriter calls onAttach once, when the go-sdk flushes the headers of
+// a standalone GET stream: by then the stream is registered, so a
+// notification sent afterwards is delivered on it.
+type attachWriter struct {
+	http.ResponseWriter
+	code     int
+	once     sync.Once
+	onAttach func()
+}
+
+func (w *attachWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *attachWriter) Flush() {
+	if w.code == http.StatusOK {
+		w.once.Do(w.onAttach)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *attachWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
