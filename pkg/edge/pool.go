@@ -111,7 +111,24 @@ func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 		return nil, fmt.Errorf("connect backend %q at %s: %w", c.name, c.url, err)
 	}
 	c.cs = cs
+	// A session the go-sdk closes on its own (a broken stream, a response
+	// it could not decode) is forgotten at once, so that the next call
+	// reconnects instead of failing on a closing session. The goroutine
+	// ends with the session (closeAll closes every session).
+	go func() {
+		_ = cs.Wait()
+		c.forget(cs)
+	}()
 	return cs, nil
+}
+
+// forget clears cs if it is still the pooled session.
+func (c *backendConn) forget(cs *mcp.ClientSession) {
+	c.mu.Lock()
+	if c.cs == cs {
+		c.cs = nil
+	}
+	c.mu.Unlock()
 }
 
 // drop forgets cs if it is still the pooled session.
