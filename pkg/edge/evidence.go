@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -33,7 +34,7 @@ func (e *Edge) evidence(s *session) mcp.Middleware {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
 				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.kind != kindStateless {
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.kind != kindStateless && !e.noListEvidence.Load() {
 					cursor := ""
 					if r.Params != nil {
 						cursor = r.Params.Cursor
@@ -139,7 +140,7 @@ func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now ti
 	st := &s.rec
 	st.mu.Lock()
 	conv := &st.rec.Convergence
-	if err := conv.ListPage(now, cursor, raws, lr.NextCursor, catalog.Digest); err != nil {
+	if err := conv.ListPage(now, cursor, raws, lr.NextCursor, defs.digestOf); err != nil {
 		e.log.Warn().Err(err).Str("session", s.id).Msg("tools/list evidence")
 	}
 	if t := conv.Traversal; t.Complete() && t.Break == "" {
@@ -359,6 +360,26 @@ func noteCallError(ctx context.Context, err error) {
 type toolDefs struct {
 	digest string
 	defs   map[*mcp.Tool]json.RawMessage
+	raws   []json.RawMessage // in served order
+}
+
+// digestOf is the digest function of a traversal's evidence: a traversal
+// that returned exactly the served tools (the common case) reuses the
+// served value's digest instead of canonicalising every tool again.
+func (d *toolDefs) digestOf(tools []json.RawMessage) (string, error) {
+	if len(tools) == len(d.raws) {
+		same := true
+		for i := range tools {
+			if !bytes.Equal(tools[i], d.raws[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return d.digest, nil
+		}
+	}
+	return catalog.Digest(tools)
 }
 
 // digestCache keeps the toolDefs of the last few served values.
@@ -387,6 +408,7 @@ func (c *digestCache) get(sv *served) *toolDefs {
 		raws = append(raws, b)
 	}
 	d.digest, _ = catalog.Digest(raws)
+	d.raws = raws
 	c.byVal[sv] = d
 	c.order = append(c.order, sv)
 	if len(c.order) > 4 {
