@@ -125,14 +125,14 @@ type Edge struct {
 
 	mcpLn, adminLn net.Listener
 
-	recs    *recorder    // nil without Options.Records
+	recs *recorder // nil without Options.Records
 	// noListEvidence turns the tools/list convergence bookkeeping off; it
 	// exists only so that a benchmark can measure what the bookkeeping
 	// costs.
 	noListEvidence atomic.Bool
-	posting atomic.Int64 // session POSTs in progress, their responses included
-	rm      *recordMetrics
-	digests *digestCache
+	posting        atomic.Int64 // session POSTs in progress, their responses included
+	rm             *recordMetrics
+	digests        *digestCache
 
 	empty    *served
 	backends atomic.Pointer[map[string]events.BackendConfig]
