@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,43 @@ func TestAudit(t *testing.T) {
 	}
 	if _, _, code = run("bogus"); code != 2 {
 		t.Fatalf("unknown subcommand exit %d", code)
+	}
+}
+
+// The audit works on a stopped fleet: it opens the controller's data dir.
+func TestAuditStoppedFleet(t *testing.T) {
+	dir := t.TempDir()
+	node, err := natsnode.Start(&natsnode.Options{DataDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(node.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	lg, err := events.OpenLog(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := events.NewWriter(ctx, lg, "ctl")
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := w.Publish(ctx, events.NewBackendAdded(at, "default", "alpha", events.BackendConfig{URL: "http://a/mcp"}), "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Publish(ctx, events.NewHealthChanged(at, "default", "alpha", "unknown", "healthy", true, "ok"), "2"); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	node.Shutdown() // the fleet is stopped
+
+	var out, errb bytes.Buffer
+	if code := audit([]string{"state", "--generation", "2", "--data-dir", dir}, &out, &errb); code != 0 {
+		t.Fatalf("audit of a stopped fleet: %d %s", code, errb.String())
+	}
+	var st events.State
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Backend("default", "alpha").Status != "healthy" {
+		t.Fatalf("state: %v %s", err, out.String())
 	}
 }
