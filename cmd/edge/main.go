@@ -17,7 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -28,9 +27,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/verify"
@@ -71,7 +70,6 @@ var verifyMain = verify.Main
 func parse(args []string, getenv func(string) string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS to subscribe to")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "MCP endpoint address, served at http://ADDR/mcp")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8082", "admin HTTP API address")
@@ -87,30 +85,8 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	c.sessions.flags(fs)
 	var pinned string
 	fs.StringVar(&pinned, "pinned-tools", "", "comma-separated exposed tool names an optimizer edge always advertises; mirrors the group's pinned_tools in the fleet config (extension)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stderr)
-			fs.PrintDefaults()
-			return nil, err
-		}
+	if err := cmdline.Parse(fs, args, getenv); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "FLEETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && !given[f.Name] && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("invalid value %q for %s: %v", v, env, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
 	}
 	for _, name := range strings.Split(pinned, ",") {
 		if name = strings.TrimSpace(name); name != "" {
@@ -120,8 +96,8 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	switch {
 	case c.mode != edge.ModePassthrough && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -mode: want passthrough or optimizer", c.mode)
-	case c.logFormat != "" && c.logFormat != "console" && c.logFormat != "json":
-		return nil, fmt.Errorf("invalid value %q for flag -log-format: want console or json", c.logFormat)
+	case cmdline.CheckLogFormat(c.logFormat) != nil:
+		return nil, cmdline.CheckLogFormat(c.logFormat)
 	case len(c.pinned) > 0 && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -pinned-tools: pinned tools need -mode optimizer", pinned)
 	case c.group == "":
@@ -148,22 +124,9 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	return c, nil
 }
 
-func logger(format string) zerolog.Logger {
-	if format == "" {
-		format = "json"
-		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			format = "console"
-		}
-	}
-	if format == "console" {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339}).With().Timestamp().Logger()
-	}
-	return zerolog.New(os.Stderr).With().Timestamp().Logger()
-}
-
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
-	log := logger(c.logFormat)
+	log := cmdline.Logger(c.logFormat, os.Stderr)
 	nc, err := nats.Connect(c.natsURL, nats.Name("fleetgate-edge-"+c.id), nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
