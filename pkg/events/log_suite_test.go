@@ -152,20 +152,7 @@ func testOutboxAcrossDisruption(t *testing.T, f *fleet) {
 		t.Fatalf("relay: %v", err)
 	}
 	ctx2 := testContext(t)
-	gens, ids, evs := readAll(t, ctx2, f.openLog(t, ctx2))
-	if len(gens) != n {
-		t.Fatalf("stream holds %d events, want %d", len(gens), n)
-	}
-	seen := map[string]bool{}
-	for i, ev := range evs {
-		if want := fmt.Sprintf("step %d", i); ev.GetHealthChanged().GetReason() != want {
-			t.Fatalf("generation %d holds %q, want %q (order broken)", gens[i], ev.GetHealthChanged().GetReason(), want)
-		}
-		if seen[ids[i]] {
-			t.Fatalf("duplicate msg id %s", ids[i])
-		}
-		seen[ids[i]] = true
-	}
+	verifyInOrder(t, ctx2, f.openLog(t, ctx2), n)
 	if !slices.IsSorted(published) || len(published) != n {
 		t.Fatalf("OnPublished saw %d generations, sorted=%v", len(published), slices.IsSorted(published))
 	}
