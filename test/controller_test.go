@@ -2,8 +2,11 @@ package test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +159,28 @@ func TestControllerMembershipChanges(t *testing.T) {
 	if len(view.Tools) != 2 || view.Digest == "" {
 		t.Fatalf("view: %+v", view)
 	}
+	// Everything an operator graphs is exported.
+	resp, err := http.Get(c.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"fleetgate_prober_probes_total", "fleetgate_prober_probe_seconds", "fleetgate_controller_backends",
+		"fleetgate_events_published_total", "fleetgate_events_applied_generation", "fleetgate_outbox_depth", "fleetgate_controller_leader"} {
+		if !strings.Contains(string(body), name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "fleetgate_events_applied_generation "); ok && (v == "0" || v == "") {
+			t.Errorf("current generation metric is %q", v)
+		}
+		if v, ok := strings.CutPrefix(line, "fleetgate_controller_leader "); ok && v != "1" {
+			t.Errorf("leader metric is %q on the leader", v)
+		}
+	}
+
 	// A bad reload is refused and the running config stays.
 	if err := os.WriteFile(c.path, []byte("groups: [\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func New(o Options) (*Controller, error) {
 		return nil, fmt.Errorf("controller %s: %w", o.ID, err)
 	}
 	c.outbox = ob
-	c.reader = events.NewReader(o.Log, &events.ReaderOptions{Metrics: nil, OnError: func(err error) {
+	c.reader = events.NewReader(o.Log, &events.ReaderOptions{Metrics: c.evm, OnError: func(err error) {
 		c.zl.Warn().Err(err).Msg("event log reader")
 	}})
 	el, err := leader.New(o.JetStream, o.ID, &leader.Options{TTL: o.LeaseTTL, Replicas: o.Replicas})
