@@ -76,7 +76,7 @@ func (e *Edge) info(s *session, cur *served) SessionInfo {
 	s.rec.mu.Unlock()
 	verdict, reason := convergence.Explain(conv)
 	return SessionInfo{ID: s.id, Kind: s.kind, ProtocolVersion: s.protocolVersion(), AppliedGeneration: gen,
-		Digest: ap.view.Digest, Verdict: string(verdict), VerdictReason: reason, Created: s.created,
+		Digest: ap.view.Digest, Verdict: string(verdict), VerdictReason: reason, Created: time.Unix(0, s.created),
 		Tools: len(ap.tools), Edge: e.opts.ID}
 }
 

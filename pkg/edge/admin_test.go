@@ -75,7 +75,17 @@ func TestShutdownDrainsCalls(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
 	eventually(t, 20*time.Second, "ready", e.Ready)
-	c := connect(t, e.MCPURL(), "2025-11-25")
+	// No standalone GET stream: the go-sdk client fails pending calls when
+	// that stream is closed (go-sdk #1175), which would race with reading
+	// the drained call's answer; this test is about the edge's drain.
+	cl := mcp.NewClient(&mcp.Implementation{Name: "drain"}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.MCPURL(), DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	c := &client{cs: cs}
 	b.SetHang(true)
 	type result struct {
 		res *mcp.CallToolResult

@@ -68,6 +68,23 @@
 // without repeating the call. Each call has Options.CallTimeout and is
 // cancelled when the client's request is.
 //
+// A tools/call does not go through the go-sdk on either side when it can
+// be helped (forward.go, fastcall.go): it is sent to the backend as raw
+// JSON-RPC on the pooled session (its Mcp-Session-Id, an id of its own,
+// a JSON or event-stream response; a missing session or an undelivered
+// request is retried once on a new session, as above) and, for a plain
+// tools/call POST of an initialized session of a passthrough edge without
+// Options.SessionTimeout, the edge answers the client itself with an
+// application/json response, running the same call trail and routing as
+// the session's middleware. notifications/cancelled cancels such a call.
+// Everything else (and any request the fast path does not recognise
+// exactly) goes through the go-sdk, whose decoder allocates tens of KB per
+// message.
+//
+// A session is forgotten when its client deletes it, and otherwise by a
+// sweep (once a second) that finds its go-sdk session ended: no goroutine
+// waits on each idle session.
+//
 // # Optimizer mode
 //
 // With Options.Mode ModeOptimizer a session is shown only find_tool and

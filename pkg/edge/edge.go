@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -134,6 +135,10 @@ type Edge struct {
 	rm             *recordMetrics
 	digests        *digestCache
 
+	// impl and caps are shared by every session server.
+	impl *mcp.Implementation
+	caps *mcp.ServerCapabilities
+
 	empty    *served
 	backends atomic.Pointer[map[string]events.BackendConfig]
 	// confirmed is the last generation at which the served view was found
@@ -141,6 +146,10 @@ type Edge struct {
 	confirmed atomic.Uint64
 	ready     atomic.Bool
 	inflight  atomic.Int64 // forwarded calls in progress
+
+	// fastCalls holds the cancel functions of the calls Edge.fastCall is
+	// answering, by session id and request id.
+	fastCalls sync.Map
 
 	mu       sync.Mutex
 	cur      *served
@@ -151,7 +160,7 @@ type Edge struct {
 	evTimes   []eventTime // events of the group not yet in a batch
 	lastGroup *events.Group
 
-	wg sync.WaitGroup // session watchers
+	wg sync.WaitGroup // session closes and stream attachments
 }
 
 type eventTime struct {
@@ -169,6 +178,12 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 	e := &Edge{opts: opts, log: opts.Logger.With().Str("edge", opts.ID).Str("group", opts.Group).Logger(),
 		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}}
 	e.m = newMetrics(opts.Registry)
+	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
+	e.caps = &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+	}
 	e.empty = emptyServed()
 	if opts.Mode == ModeOptimizer {
 		e.opt = newOptimizerMetrics(opts.Registry)
@@ -239,6 +254,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { _ = e.reader.Run(ctx) })
 	wg.Go(func() { e.follow(ctx, watch) })
+	wg.Go(func() { e.sweep(ctx, sweepEvery) })
 	stopRecords := e.startRecords()
 	serve(mcpSrv, e.mcpLn, "mcp")
 	serve(adminSrv, e.adminLn, "admin")

@@ -61,10 +61,14 @@ func (e *Edge) initialized(s *session, r mcp.Request, ir *mcp.InitializeResult) 
 		}
 	}
 	params, _ := json.Marshal(r.GetParams())
+	clientListChanged := declaresToolsListChanged(params)
+	if e.recs == nil {
+		params = nil // only a stored record needs them (for a rebuild)
+	}
 	sv := s.served()
 	conv := convergence.Record{
 		ProtocolVersion:   ir.ProtocolVersion,
-		ClientListChanged: declaresToolsListChanged(params),
+		ClientListChanged: clientListChanged,
 		ServerListChanged: ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged,
 	}
 	conv.SetCurrent(e.currentDigest(sv), e.generation(sv))
@@ -212,7 +216,9 @@ func (e *Edge) signals(s *session) mcp.Middleware {
 // undelivered owes s a notification the go-sdk could not write.
 func (e *Edge) undelivered(s *session, method string) {
 	s.mu.Lock()
-	delete(s.notified, method) // let the resend through Edge.sending
+	if i := listIndex(method); i >= 0 {
+		s.notified[i] = nil // let the resend through Edge.sending
+	}
 	s.mu.Unlock()
 	s.rec.owe(method)
 }
@@ -291,7 +297,7 @@ func (e *Edge) adopt(s *session, rec *sessionstore.Record, rev uint64, now time.
 	st := &s.rec
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.phase, st.owner, st.rev, st.seen, st.created = phaseLive, rec.Owner, rev, now, rec.CreatedAt
+	st.phase, st.rev, st.seen = phaseLive, rev, now
 	st.rec = *rec
 	st.rec.Edge = e.opts.ID
 	st.rec.AppliedGeneration = gen
@@ -319,7 +325,7 @@ func (e *Edge) audited(ctx context.Context, s *session, r *mcp.CallToolRequest, 
 	if s.kind == kindSession {
 		ent.SessionID = s.id
 		s.rec.mu.Lock()
-		ent.OwnerHash = s.rec.owner
+		ent.OwnerHash = s.rec.rec.Owner
 		s.rec.mu.Unlock()
 	} else {
 		ent.OwnerHash = sessionstore.OwnerHash(e.identityOf(r.GetExtra()))

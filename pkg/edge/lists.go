@@ -41,6 +41,9 @@ func (e *Edge) receiving(s *session) mcp.Middleware {
 				v := ir.ProtocolVersion
 				s.protocol.Store(&v)
 			}
+			if method == "notifications/initialized" && err == nil {
+				s.flags.Or(flagInitialized) // calls may take Edge.fastCall now
+			}
 			return res, err
 		}
 	}

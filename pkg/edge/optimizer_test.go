@@ -90,6 +90,10 @@ func TestOptimizerRecoveryWithoutListChanged(t *testing.T) {
 			// More view swaps on the same session: down, up again.
 			f.health("default", "alpha", false)
 			eventually(t, 20*time.Second, "alpha_echo gone", func() bool { return !c.finds(t, "echo text", "alpha_echo") })
+			// The control session hears of the removal before alpha is
+			// back: flips closer than the coalescing window would be one
+			// batch that changes nothing.
+			control.waitChanged(t, 2, 20*time.Second)
 			last := f.health("default", "alpha", true)
 			eventually(t, 20*time.Second, "alpha_echo back", func() bool { return c.finds(t, "echo text", "alpha_echo") })
 			if got := text(c.callVia(t, "alpha_add", map[string]any{"a": 2, "b": 3})); got != "5" {

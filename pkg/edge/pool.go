@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,6 +21,7 @@ type pool struct {
 	http    *http.Client
 	timeout time.Duration
 	m       *metrics
+	ids     atomic.Uint64 // ids of raw requests (forward.go)
 
 	mu    sync.Mutex
 	conns map[string]*backendConn
@@ -165,7 +167,7 @@ func do[T any](ctx context.Context, p *pool, backend, url, method string, op fun
 		if err == nil {
 			break
 		}
-		if errors.Is(err, mcp.ErrSessionMissing) || notSent(err) {
+		if errors.Is(err, mcp.ErrSessionMissing) || notSent(err) || errors.Is(err, errNotSent) {
 			c.drop(cs)
 			continue
 		}

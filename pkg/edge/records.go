@@ -45,17 +45,16 @@ const (
 type sessionRecord struct {
 	wmu sync.Mutex // serializes the writes of this record
 
-	mu      sync.Mutex
-	phase   int
-	owner   string              // OwnerHash of the creator's identity
-	rec     sessionstore.Record // Convergence is the session's evidence
-	rev     uint64              // revision of the last write; 0: not stored
-	dirty   bool                // rec changed since the last write
-	seen    time.Time           // last request
-	owed    map[string]bool     // list_changed methods owed to the client
-	stc     uint64              // LastSignal.Seq whose signal-to-converged was observed
-	queued  atomic.Bool         // in the recorder's flush set
-	created time.Time
+	mu sync.Mutex
+	// rec.Owner is the OwnerHash of the creator's identity.
+	rec    sessionstore.Record // Convergence is the session's evidence
+	rev    uint64              // revision of the last write; 0: not stored
+	seen   time.Time           // last request
+	owed   map[string]bool     // list_changed methods owed to the client; nil when none
+	stc    uint64              // LastSignal.Seq whose signal-to-converged was observed
+	phase  int32
+	dirty  bool        // rec changed since the last write
+	queued atomic.Bool // in the recorder's flush set
 }
 
 // owe notes that method's notification could not be delivered.
@@ -263,7 +262,7 @@ func (r *recorder) write(s *session, claim bool) error {
 	}
 }
 
-func (st *sessionRecord) phaseOf() int {
+func (st *sessionRecord) phaseOf() int32 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.phase
@@ -352,8 +351,6 @@ func (e *Edge) sessionCreated(s *session, owner string, params json.RawMessage, 
 	st := &s.rec
 	st.mu.Lock()
 	st.phase = phaseLive
-	st.owner = owner
-	st.created = now
 	st.seen = now
 	st.rec = sessionstore.Record{ID: s.id, Owner: owner, Group: e.opts.Group, Mode: sessionstore.Mode(e.opts.Mode),
 		InitializeParams: params, ProtocolVersion: conv.ProtocolVersion, ClientListChanged: conv.ClientListChanged,

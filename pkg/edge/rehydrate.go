@@ -86,15 +86,14 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		}
 	}
 	if s == nil {
-		if e.lookup(sid) != nil { // not initialized yet: not addressable
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
-		h.ServeHTTP(w, r) // the go-sdk answers 404
+		// Unknown, not initialized yet (not addressable), or given up here
+		// (deleted or moved elsewhere): not found, even while the go-sdk
+		// is still closing its copy of a session given up.
+		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	s.rec.mu.Lock()
-	foreign := s.rec.owner != owner
+	foreign := s.rec.rec.Owner != owner
 	s.rec.mu.Unlock()
 	if foreign {
 		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
@@ -107,6 +106,7 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		w = &attachWriter{ResponseWriter: w, onAttach: func() { e.wg.Go(func() { e.streamAttached(s) }) }}
 	case http.MethodDelete:
 		e.serveStateful(h, w, r)
+		e.forget(s) // the go-sdk closed its session (or never had it)
 		e.recs.deleted(r.Context(), sid, s)
 		return
 	case http.MethodPost:
@@ -114,6 +114,9 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		// waits for the whole POST before it closes the session.
 		e.posting.Add(1)
 		defer e.posting.Add(-1)
+		if e.fastCall(w, r, s) {
+			return
+		}
 	}
 	e.serveStateful(h, w, r)
 }

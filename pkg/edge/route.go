@@ -47,9 +47,10 @@ func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
 	}
-	res, err := do(ctx, e.pool, entry.Backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
-		return cs.CallTool(ctx, params)
-	})
+	if params.Arguments == nil {
+		params.Arguments = map[string]any{} // as the go-sdk client sends it
+	}
+	res, err := e.pool.callTool(ctx, entry.Backend, url, params)
 	if err != nil {
 		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
 		noteCallError(ctx, err)

@@ -27,7 +27,7 @@ type session struct {
 	id      string
 	kind    string
 	srv     *mcp.Server
-	created time.Time
+	created int64 // unix nanos (a time.Time would take the struct past a size class)
 
 	protocol atomic.Pointer[string]
 	// since is the stream timestamp (unix nanos) of the oldest event whose
@@ -36,12 +36,14 @@ type session struct {
 
 	mu      sync.Mutex // serializes changes to srv's registry
 	applied *served
-	marker  bool // markerTool is registered on srv
 	// notified records, per list_changed method, the served value the
 	// last notification of that method was sent for; sending, the methods
-	// whose notification is being written.
-	notified map[string]*served
-	sending  map[string]bool
+	// whose notification is being written. Both are indexed by listIndex
+	// (arrays: an idle session holds no maps).
+	notified [3]*served
+	sending  [3]bool
+	marker   bool          // markerTool is registered on srv
+	flags    atomic.Uint32 // flagBound, flagInitialized
 
 	rec sessionRecord // record and convergence evidence (records.go)
 }
@@ -49,22 +51,18 @@ type session struct {
 // newSession builds the session server. It is not yet registered or
 // populated; see Edge.open.
 func (e *Edge) newSession(id, kind, protocol string) *session {
-	s := &session{id: id, kind: kind, created: time.Now(), notified: map[string]*served{}, sending: map[string]bool{}}
+	s := &session{id: id, kind: kind, created: time.Now().UnixNano()}
 	if protocol != "" {
 		s.protocol.Store(&protocol)
 	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + e.opts.Group, Version: "0.1.0"},
+	s.srv = mcp.NewServer(e.impl, // shared: the go-sdk only reads it
 		&mcp.ServerOptions{
 			// R1: the session server's ID is fixed, so that a later
 			// rehydration from a stored session record can rebuild the very
 			// same session on another edge.
 			GetSessionID: func() string { return id },
-			Capabilities: &mcp.ServerCapabilities{
-				Tools:     &mcp.ToolCapabilities{ListChanged: true},
-				Resources: &mcp.ResourceCapabilities{ListChanged: true},
-				Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			},
-			Logger: e.slog,
+			Capabilities: e.caps, // shared: the go-sdk clones it
+			Logger:       e.slog,
 		})
 	if kind != kindStateless {
 		s.srv.AddTool(markerTool, nil) // no session yet: no notification
@@ -193,19 +191,79 @@ func (e *Edge) lookup(id string) *session {
 	return e.sessions[id]
 }
 
-// track forgets s once its go-sdk session ends (at once if none was made).
+// Session flags.
+const (
+	flagBound       = 1 << iota // the go-sdk session of s was made (see Edge.track)
+	flagInitialized             // the go-sdk accepted notifications/initialized
+)
+
+// sweepEvery is how often Edge.sweep looks for ended sessions.
+const sweepEvery = time.Second
+
+// track marks s as bound to the go-sdk session its initialize made, or
+// forgets it at once if none was made. A bound session is forgotten when
+// its client deletes it (serveSession) or, for the other ends (the go-sdk's
+// idle timeout, a failed initialize closed late), by Edge.sweep: a waiting
+// goroutine per session would cost every idle session its stack.
 func (e *Edge) track(s *session) {
-	n := 0
-	for ss := range s.srv.Sessions() {
-		n++
-		e.wg.Go(func() {
-			_ = ss.Wait()
+	if s.live() {
+		s.flags.Or(flagBound)
+		return
+	}
+	e.forget(s)
+}
+
+// live reports whether s's server still has a go-sdk session.
+func (s *session) live() bool {
+	for range s.srv.Sessions() {
+		return true
+	}
+	return false
+}
+
+// sweep forgets, every interval until ctx ends, the bound sessions whose
+// go-sdk session has ended.
+func (e *Edge) sweep(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.sweepOnce()
+		}
+	}
+}
+
+func (e *Edge) sweepOnce() {
+	e.mu.Lock()
+	bound := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		if s.flags.Load()&flagBound != 0 {
+			bound = append(bound, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range bound {
+		if !s.live() {
 			e.forget(s)
-		})
+		}
 	}
-	if n == 0 {
-		e.forget(s)
+}
+
+// listIndex is the index of a list_changed method in session.notified and
+// session.sending; -1 for other methods.
+func listIndex(method string) int {
+	switch method {
+	case toolsChanged:
+		return 0
+	case "notifications/prompts/list_changed":
+		return 1
+	case "notifications/resources/list_changed":
+		return 2
 	}
+	return -1
 }
 
 // sending makes list_changed notifications exactly one per applied batch,
@@ -219,20 +277,16 @@ func (e *Edge) track(s *session) {
 func (e *Edge) sending(s *session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			switch method {
-			case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-			default:
-				return next(ctx, method, req)
-			}
-			if s.kind == kindStateless { // many request sessions share it
+			i := listIndex(method)
+			if i < 0 || s.kind == kindStateless { // the stateless server: many request sessions share it
 				return next(ctx, method, req)
 			}
 			s.mu.Lock()
-			dup := s.notified[method] == s.applied
-			busy := s.sending[method]
+			dup := s.notified[i] == s.applied
+			busy := s.sending[i]
 			if !dup && !busy {
-				s.notified[method] = s.applied
-				s.sending[method] = true
+				s.notified[i] = s.applied
+				s.sending[i] = true
 			}
 			s.mu.Unlock()
 			if dup {
@@ -248,7 +302,7 @@ func (e *Edge) sending(s *session) mcp.Middleware {
 			}
 			res, err := next(ctx, method, req)
 			s.mu.Lock()
-			s.sending[method] = false
+			s.sending[i] = false
 			s.mu.Unlock()
 			if err == nil {
 				e.m.notifications.WithLabelValues(method).Inc()

@@ -1,0 +1,218 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fastCall answers a plain tools/call POST of an initialized session
+// without the go-sdk server: the go-sdk decodes each message several times
+// with a decoder that allocates tens of KB per value, which made up most
+// of the edge's cost of a call. The call runs exactly what the session's
+// middleware would run for it (the call trail, Edge.callTool), and the
+// response is one application/json JSON-RPC response (a streamable HTTP
+// server may answer a POST with JSON or an event stream).
+//
+// Anything else is left to the go-sdk, which then gets r unchanged (its
+// body readable again) and fastCall reports false: other methods, batches,
+// requests with _meta (progress tokens), members the go-sdk would reject,
+// headers it would refuse, an optimizer edge (its meta-tools), and edges
+// with Options.SessionTimeout (the go-sdk's idle timer is renewed only by
+// requests it serves). A notifications/cancelled naming a call answered
+// here cancels it and still goes on to the go-sdk, which ignores it.
+func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool {
+	if e.opts.Mode != ModePassthrough || e.opts.SessionTimeout != 0 || s.kind != kindSession ||
+		s.flags.Load() != flagBound|flagInitialized || !fastHeaders(r, s.protocolVersion()) {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	restore := func() bool {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(data), r.Body), r.Body}
+		return false
+	}
+	if err != nil || len(data) > maxBody {
+		return restore()
+	}
+	msg, ok := parseFastMessage(data)
+	if !ok {
+		return restore()
+	}
+	if msg.method == "notifications/cancelled" {
+		if cancel, ok := e.fastCalls.Load(fastKey(s.id, msg.cancelID)); ok {
+			cancel.(context.CancelFunc)()
+		}
+		return restore()
+	}
+	if !s.live() { // ended: the go-sdk answers 404
+		return restore()
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	key := fastKey(s.id, msg.id)
+	if _, dup := e.fastCalls.LoadOrStore(key, cancel); dup { // an id still in flight
+		cancel()
+		return restore()
+	}
+	defer func() {
+		e.fastCalls.Delete(key)
+		cancel()
+	}()
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.name, Arguments: msg.args},
+		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
+	for ss := range s.srv.Sessions() {
+		req.Session = ss
+	}
+	res, err := e.answerCall(ctx, s, req)
+	out := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  mcp.Result      `json:"result,omitempty"`
+		Error   *jsonrpc.Error  `json:"error,omitempty"`
+	}{JSONRPC: "2.0", ID: msg.id, Result: res}
+	if err != nil {
+		out.Result = nil
+		if !errors.As(err, &out.Error) {
+			out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.id,
+			"error": &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode result: " + err.Error()}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return true
+}
+
+// answerCall runs a tools/call as the session's middleware chain does
+// (Edge.evidence, then Edge.receiving).
+func (e *Edge) answerCall(ctx context.Context, s *session, req *mcp.CallToolRequest) (mcp.Result, error) {
+	next := func(ctx context.Context, _ string, r mcp.Request) (mcp.Result, error) {
+		return result(e.callTool(ctx, r.(*mcp.CallToolRequest)))
+	}
+	if e.opts.CallTrail != nil {
+		return e.audited(ctx, s, req, "tools/call", next)
+	}
+	return next(ctx, "tools/call", req)
+}
+
+func fastKey(sid string, id json.RawMessage) string { return sid + "\x00" + string(id) }
+
+// fastHeaders reports whether the go-sdk would accept r's headers for a
+// POST of a session of protocol version: the same version, JSON, both
+// response kinds accepted, no resumption, and a Host its DNS-rebinding
+// protection lets through.
+func fastHeaders(r *http.Request, version string) bool {
+	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || r.Header.Get("Last-Event-ID") != "" {
+		return false
+	}
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		return false
+	}
+	accept := strings.Join(r.Header.Values("Accept"), ",")
+	if !strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopback(la.String()) {
+		return loopback(r.Host)
+	}
+	return true
+}
+
+// loopback reports whether a host or host:port is localhost or a loopback
+// address.
+func loopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// fastMessage is a message fastCall handles: a tools/call request, or a
+// notifications/cancelled.
+type fastMessage struct {
+	method   string
+	id       json.RawMessage // the request's id, as sent
+	name     string
+	args     json.RawMessage
+	cancelID json.RawMessage // the requestId a cancellation names
+}
+
+// parseFastMessage parses data as a single tools/call request or
+// notifications/cancelled with nothing beyond the members fastCall
+// handles (member names matched exactly).
+func parseFastMessage(data []byte) (fastMessage, bool) {
+	var m fastMessage
+	if !bytes.Contains(data, []byte(`"tools/call"`)) && !bytes.Contains(data, []byte(`"notifications/cancelled"`)) {
+		return m, false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil || string(top["jsonrpc"]) != `"2.0"` || json.Unmarshal(top["method"], &m.method) != nil {
+		return m, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(top["params"], &params) != nil {
+		return m, false
+	}
+	switch m.method {
+	case "notifications/cancelled":
+		m.cancelID = bytes.TrimSpace(params["requestId"])
+		return m, len(top) == 3 && validID(m.cancelID)
+	case "tools/call":
+		m.id = bytes.TrimSpace(top["id"])
+		if len(top) != 4 || !validID(m.id) || json.Unmarshal(params["name"], &m.name) != nil || m.name == "" {
+			return m, false
+		}
+		for k := range params {
+			if k != "name" && k != "arguments" {
+				return m, false
+			}
+		}
+		if a, ok := params["arguments"]; ok {
+			if a = bytes.TrimSpace(a); len(a) == 0 || a[0] != '{' {
+				return m, false
+			}
+			m.args = a
+		}
+		return m, true
+	}
+	return m, false
+}
+
+// validID reports whether id is a JSON-RPC request id: a string or an
+// integer.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		var s string
+		return json.Unmarshal(id, &s) == nil
+	}
+	for i, c := range id {
+		if !(c >= '0' && c <= '9' || c == '-' && i == 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,308 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A tools/call is forwarded to its backend as raw JSON-RPC over HTTP on
+// the pooled session (its Mcp-Session-Id), not through the go-sdk client:
+// the request is written once from the already decoded parameters and the
+// response decoded once into the result the client is answered with. The
+// go-sdk client's connection machinery and decoding cost a call about as
+// much as the whole edge hop otherwise. Prompts and resources still go
+// through the go-sdk client (pool.do).
+
+// backendProtocol is the protocol version of the pooled backend sessions.
+const backendProtocol = "2025-11-25"
+
+// maxResponse bounds a backend's response body.
+const maxResponse = 64 << 20
+
+// errNotSent wraps the errors of an HTTP exchange that failed before a
+// response arrived (the go-sdk client's "rejected by transport"): the call
+// is retried once on a new session, as do does for the go-sdk client.
+var errNotSent = errors.New("request not sent")
+
+// wireMessage is one JSON-RPC message read from a backend.
+type wireMessage struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// callTool forwards a tools/call to backend at url with the retry rules of
+// do: a session the backend no longer knows (404) is replaced and the
+// call sent again once, as is one that could not be sent.
+func (p *pool) callTool(ctx context.Context, backend, url string, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	return do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		raw, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
+		if err != nil {
+			return nil, err
+		}
+		res, err := decodeToolResult(raw)
+		if err != nil {
+			return nil, fmt.Errorf("decode result: %w", err)
+		}
+		return res, nil
+	})
+}
+
+// wireToolResult is a tools/call result as a 2025-11-25 backend sends it,
+// for decodeToolResult's fast path.
+type wireToolResult struct {
+	Meta              mcp.Meta        `json:"_meta,omitempty"`
+	Content           []wireText      `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	// Members of later protocols: their presence takes the go-sdk's path.
+	ResultType    json.RawMessage `json:"resultType,omitempty"`
+	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
+	RequestState  json.RawMessage `json:"requestState,omitempty"`
+}
+
+type wireText struct {
+	Type        string           `json:"type"`
+	Text        string           `json:"text"`
+	Meta        mcp.Meta         `json:"_meta,omitempty"`
+	Annotations *mcp.Annotations `json:"annotations,omitempty"`
+}
+
+// decodeToolResult decodes a backend's tools/call result. A result whose
+// content is all text (the common case) is decoded with encoding/json and
+// its structuredContent kept as raw JSON, which the go-sdk server writes
+// out as it came; any other result goes through the go-sdk's own
+// decoding, whose decoder allocates tens of KB per value.
+func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var w wireToolResult
+	if err := json.Unmarshal(raw, &w); err == nil && w.ResultType == nil && w.InputRequests == nil && w.RequestState == nil {
+		res := &mcp.CallToolResult{Meta: w.Meta, IsError: w.IsError}
+		if len(w.StructuredContent) > 0 && !bytes.Equal(w.StructuredContent, []byte("null")) {
+			res.StructuredContent = w.StructuredContent
+		}
+		text := true
+		res.Content = make([]mcp.Content, len(w.Content)) // never nil, as the go-sdk's
+		for i, c := range w.Content {
+			if c.Type != "text" {
+				text = false
+				break
+			}
+			res.Content[i] = &mcp.TextContent{Text: c.Text, Meta: c.Meta, Annotations: c.Annotations}
+		}
+		if text {
+			return res, nil
+		}
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// rawCall sends one JSON-RPC request on the backend session sid and
+// returns the raw result of its response. The request gets an id of its
+// own (the session is shared by every caller, and its go-sdk client uses
+// numeric ids). When ctx ends first the backend is sent
+// notifications/cancelled, as the go-sdk client would.
+func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any) (json.RawMessage, error) {
+	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
+	body, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", id, method, params})
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	resp, err := p.post(ctx, url, sid, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			p.cancelled(ctx, url, sid, id)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
+	case resp.StatusCode/100 != 2:
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+	}
+	msg, err := p.readResponse(ctx, resp, url, sid, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			p.cancelled(ctx, url, sid, id)
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if msg.Error != nil {
+		return nil, msg.Error
+	}
+	return msg.Result, nil
+}
+
+// post sends one JSON-RPC message on the backend session sid.
+func (p *pool) post(ctx context.Context, url, sid string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", backendProtocol)
+	resp, err := p.http.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			// As the go-sdk client does ("rejected by transport"): a
+			// failed exchange, e.g. on a keep-alive connection a restarted
+			// backend closed, counts as not delivered.
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// cancelled tells the backend that request id was given up.
+func (p *pool) cancelled(ctx context.Context, url, sid, id string) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()}})
+	if err != nil {
+		return
+	}
+	go func() {
+		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if resp, err := p.post(nctx, url, sid, body); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+		}
+	}()
+}
+
+// readResponse finds the response to id in an application/json body (one
+// message or a batch) or a text/event-stream body (one message per event).
+// Notifications on the stream are skipped; requests from the backend are
+// refused (the edge offers backends no client features).
+func (p *pool) readResponse(ctx context.Context, resp *http.Response, url, sid, id string) (*wireMessage, error) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	body := io.LimitReader(resp.Body, maxResponse)
+	switch ct {
+	case "application/json":
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return nil, fmt.Errorf("read response: %w", err)
+		}
+		return p.findResponse(ctx, data, url, sid, id)
+	case "text/event-stream":
+		return p.readEvents(ctx, body, url, sid, id)
+	default:
+		return nil, fmt.Errorf("response: unexpected Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+// readEvents reads server-sent events until the one carrying the response.
+func (p *pool) readEvents(ctx context.Context, r io.Reader, url, sid, id string) (*wireMessage, error) {
+	buf := scanBufs.Get().(*[]byte)
+	defer scanBufs.Put(buf)
+	sc := bufio.NewScanner(r)
+	sc.Buffer((*buf)[:0], maxResponse) // lines are copied out before the buffer is reused
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if data.Len() == 0 {
+				continue
+			}
+			msg, err := p.findResponse(ctx, data.Bytes(), url, sid, id)
+			if msg != nil || err != nil && !errors.Is(err, errNoResponse) {
+				return msg, err
+			}
+			data.Reset()
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read event stream: %w", err)
+	}
+	if data.Len() > 0 {
+		return p.findResponse(ctx, data.Bytes(), url, sid, id)
+	}
+	return nil, errNoResponse
+}
+
+// scanBufs are the initial line buffers of readEvents (a larger line gets
+// a buffer of its own).
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// errNoResponse: a body or event without the response sought.
+var errNoResponse = errors.New("response: no JSON-RPC response to the request")
+
+// findResponse returns the response to id among the messages of data.
+func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id string) (*wireMessage, error) {
+	data = bytes.TrimSpace(data)
+	var msgs []wireMessage
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &msgs); err != nil {
+			return nil, fmt.Errorf("decode response: %w", err)
+		}
+	} else {
+		var m wireMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("decode response: %w", err)
+		}
+		msgs = []wireMessage{m}
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Method != "" {
+			if len(m.ID) > 0 {
+				p.refuse(ctx, url, sid, m)
+			}
+			continue
+		}
+		var got string
+		if json.Unmarshal(m.ID, &got) == nil && got == id {
+			return m, nil
+		}
+	}
+	return nil, errNoResponse
+}
+
+// refuse answers a backend's request with method-not-found.
+func (p *pool) refuse(ctx context.Context, url, sid string, m *wireMessage) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+		"error": &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method " + strconv.Quote(m.Method) + " not supported by the fleetgate edge"}})
+	if err != nil {
+		return
+	}
+	if resp, err := p.post(ctx, url, sid, body); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+	}
+}
