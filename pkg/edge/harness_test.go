@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -30,21 +29,15 @@ type fleet struct {
 }
 
 func newFleet(t testing.TB) *fleet {
+	f, _ := openFleet(t)
+	return f
+}
+
+// openFleet starts an embedded NATS node, opens the event log on it and a
+// writer, and returns the fleet and its JetStream client.
+func openFleet(t testing.TB) (*fleet, jetstream.JetStream) {
 	t.Helper()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	nc, err := nats.Connect(node.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, natstest.Start(t).ClientURL())
 	ctx := context.Background()
 	log, err := events.OpenLog(ctx, js, nil)
 	if err != nil {
@@ -54,7 +47,7 @@ func newFleet(t testing.TB) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fleet{t: t, log: log, w: w}
+	return &fleet{t: t, log: log, w: w}, js
 }
 
 func (f *fleet) publish(ev *eventspb.Event) uint64 {

@@ -19,11 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -37,29 +34,8 @@ type sharedFleet struct {
 
 func newSharedFleet(t testing.TB) *sharedFleet {
 	t.Helper()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Shutdown)
-	nc, err := nats.Connect(node.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := events.OpenLog(context.Background(), js, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := events.NewWriter(context.Background(), log, "test-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &sharedFleet{fleet: &fleet{t: t, log: log, w: w}, js: js}
+	f, js := openFleet(t)
+	return &sharedFleet{fleet: f, js: js}
 }
 
 // killableListener closes every connection it accepted when killed, as
