@@ -297,7 +297,13 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	f := newFleet(b)
 	be := startBackend(b, "alpha", &demoOpts)
 	f.healthyBackend("default", be)
-	e := startEdge(b, f, nil)
+	reportSessionMemory(b, startEdge(b, f, nil), n)
+}
+
+// reportSessionMemory opens n idle sessions on e from a child process,
+// once per benchmark iteration, and reports the edge's heap and stack
+// growth per session.
+func reportSessionMemory(b *testing.B, e *Edge, n int) {
 	var perSession float64
 	for b.Loop() {
 		before := memInUse()

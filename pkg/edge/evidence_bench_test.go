@@ -40,18 +40,25 @@ func BenchmarkToolsListEvidence(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	list(cw)
-	list(co)
-	var ws, os []time.Duration
+	compareP50(b, "evidence", func() time.Duration { return list(cw) }, "plain", func() time.Duration { return list(co) })
+}
+
+// compareP50 runs two measured operations alternately, once each per
+// benchmark iteration after one warm-up, and reports both p50s and the
+// ratio of the first to the second.
+func compareP50(b *testing.B, nameA string, a func() time.Duration, nameB string, c func() time.Duration) {
+	a()
+	c()
+	var as, cs []time.Duration
 	for b.Loop() {
-		ws = append(ws, list(cw))
-		os = append(os, list(co))
+		as = append(as, a())
+		cs = append(cs, c())
 	}
-	slices.Sort(ws)
-	slices.Sort(os)
-	b.ReportMetric(float64(percentile(ws, 0.5).Microseconds()), "evidence-p50-µs")
-	b.ReportMetric(float64(percentile(os, 0.5).Microseconds()), "plain-p50-µs")
-	b.ReportMetric(float64(percentile(ws, 0.5))/float64(percentile(os, 0.5)), "p50-ratio")
+	slices.Sort(as)
+	slices.Sort(cs)
+	b.ReportMetric(float64(percentile(as, 0.5).Microseconds()), nameA+"-p50-µs")
+	b.ReportMetric(float64(percentile(cs, 0.5).Microseconds()), nameB+"-p50-µs")
+	b.ReportMetric(float64(percentile(as, 0.5))/float64(percentile(cs, 0.5)), "p50-ratio")
 }
 
 // BenchmarkToolCallAudit makes the same tools/call through two edges on
@@ -79,18 +86,7 @@ func BenchmarkToolCallAudit(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	call(cw)
-	call(co)
-	var ws, os []time.Duration
-	for b.Loop() {
-		ws = append(ws, call(cw))
-		os = append(os, call(co))
-	}
-	slices.Sort(ws)
-	slices.Sort(os)
-	b.ReportMetric(float64(percentile(ws, 0.5).Microseconds()), "audited-p50-µs")
-	b.ReportMetric(float64(percentile(os, 0.5).Microseconds()), "plain-p50-µs")
-	b.ReportMetric(float64(percentile(ws, 0.5))/float64(percentile(os, 0.5)), "p50-ratio")
+	compareP50(b, "audited", func() time.Duration { return call(cw) }, "plain", func() time.Duration { return call(co) })
 	if st := trail.Stats(); st.Dropped > 0 {
 		b.Logf("call trail dropped %d entries", st.Dropped)
 	}

@@ -147,19 +147,7 @@ func BenchmarkOptimizerSessionMemory(b *testing.B) {
 			publishSynth(f, tools)
 			e := startEdge(b, f, &Options{Mode: ModeOptimizer})
 			eventually(b, time.Minute, "view indexed", func() bool { return len(e.current().toolList) == tools })
-			var perSession float64
-			for b.Loop() {
-				before := memInUse()
-				cf := startClientFleet(b, e.MCPURL(), n)
-				eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n })
-				after := memInUse()
-				perSession = float64(after-before) / float64(n)
-				cf.stdin.Close()
-				_ = cf.cmd.Wait()
-				eventually(b, time.Minute, "sessions gone", func() bool { return len(e.Sessions()) == 0 })
-			}
-			b.ReportMetric(float64(n), "sessions")
-			b.ReportMetric(perSession/1024, "KiB/session")
+			reportSessionMemory(b, e, n)
 		})
 	}
 }
