@@ -40,11 +40,16 @@
 // resources/list are answered from that immutable value (keyset
 // pagination, 1000 per page), so the switch to a new view is atomic — a
 // concurrent list sees the old lists or the new ones, never a mix. The
-// go-sdk's own registry of a session server only holds a hidden marker,
-// re-registered once per changed list kind to make the go-sdk send that
-// session exactly one list_changed (per kind) for the batch. This also
-// keeps go-sdk schema processing (AddTool re-marshals schemas on every
-// call) off the fan-out path.
+// go-sdk's own registry of a session server holds nothing the client sees.
+// A batch owes each session one list_changed per changed list kind:
+//   - a session-based client's standalone GET stream is served by the edge
+//     (stream.go): the batch sets the session's pending bits and wakes the
+//     stream's goroutine, which writes one pre-encoded SSE event per kind.
+//     A client that stops reading blocks only its own stream, for at most
+//     10s per write, and what it missed stays pending for its next stream;
+//   - a 2026-07-28 subscriptions/listen stream is the go-sdk's: a hidden
+//     marker is re-registered once per changed kind to make the go-sdk send
+//     that session exactly one list_changed (per kind) for the batch.
 //
 // Calls (tools/call, prompts/get, resources/read) are routed by the edge's
 // current view. A tool the view does not hold gets an isError result
@@ -135,9 +140,10 @@
 // A record's registry digest is the tool list the client is known to
 // hold: the one its last list_changed announced or its last complete
 // traversal served. When it differs from what the rebuilding edge serves,
-// a list_changed is owed. More generally, a list_changed the go-sdk could
-// not deliver (no standalone GET stream open: it drops such messages) is
-// owed rather than lost, and sent as soon as the GET stream attaches.
+// a list_changed is owed. More generally, a list_changed that could not
+// be delivered (no standalone GET stream open, or a failed write) stays
+// pending rather than lost, and is sent as soon as a GET stream attaches;
+// a complete tools/list of the current view settles it too.
 //
 // Sessions are bound to the identity that created it: the go-sdk
 // TokenInfo.UserID if an auth middleware set one, else the value of

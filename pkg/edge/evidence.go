@@ -134,7 +134,8 @@ func (e *Edge) currentDigest(sv *served) string {
 
 // listed records a tools/list page served to s.
 func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now time.Time) {
-	defs := e.digests.get(s.served())
+	sv := s.served()
+	defs := e.digests.get(sv)
 	raws := make([]json.RawMessage, len(lr.Tools))
 	for i, t := range lr.Tools {
 		if raws[i] = defs.defs[t]; raws[i] == nil {
@@ -150,7 +151,13 @@ func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now ti
 	if t := conv.Traversal; t.Complete() && t.Break == "" {
 		st.rec.RegistryDigest = t.Digest // the client holds this list now
 		if t.Digest == conv.CurrentDigest {
-			delete(st.owed, toolsChanged)
+			// The client holds the current list: a tools list_changed still
+			// pending for this served value is moot.
+			s.mu.Lock() // s.rec.mu, then s.mu: never the other way round
+			if s.applied == sv {
+				s.pending &^= pendingTools
+			}
+			s.mu.Unlock()
 		}
 	}
 	if d, ok := convergence.SignalToConverged(*conv); ok && conv.LastSignal.Seq != st.stc {
@@ -162,109 +169,41 @@ func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now ti
 	e.recs.enqueue(s)
 }
 
-// signals is the sending middleware, inside Edge.sending, that sees the
-// list_changed notifications actually written. One that could not be
-// delivered (no standalone GET stream open) is owed: it is sent again when
-// the stream attaches, instead of being lost.
-func (e *Edge) signals(s *session) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if s.kind != kindSession || !strings.HasSuffix(method, "/list_changed") {
-				return next(ctx, method, req)
-			}
-			if method != toolsChanged {
-				res, err := next(ctx, method, req)
-				if err != nil {
-					e.undelivered(s, method)
-					return res, err
-				}
-				s.rec.mu.Lock()
-				delete(s.rec.owed, method)
-				s.rec.mu.Unlock()
-				return res, err
-			}
-			// The signal is recorded before it is written: a client may
-			// list again before the write returns.
-			sv := s.served()
-			digest, gen := e.currentDigest(sv), e.generation(sv)
-			st := &s.rec
-			st.mu.Lock()
-			prevSignal, prevDigest := st.rec.Convergence.LastSignal, st.rec.RegistryDigest
-			st.rec.Convergence.SetCurrent(digest, gen)
-			st.rec.Convergence.Signal(time.Now(), gen)
-			st.rec.RegistryDigest, st.rec.AppliedGeneration = digest, gen
-			st.mu.Unlock()
-			res, err := next(ctx, method, req)
-			st.mu.Lock()
-			if err != nil { // not sent after all
-				st.rec.Convergence.LastSignal, st.rec.RegistryDigest = prevSignal, prevDigest
-			} else {
-				delete(st.owed, method)
-				st.dirty = true
-			}
-			st.mu.Unlock()
-			if err != nil {
-				e.undelivered(s, method)
-				return res, err
-			}
-			e.recs.enqueue(s)
-			return res, err
-		}
+// signalling records, as s's evidence, the tools list_changed about to be
+// written to its stream (recorded before the write: a client may list
+// again before the write returns). The returned func takes it back when
+// the write fails.
+func (e *Edge) signalling(s *session) (undo func()) {
+	sv := s.served()
+	digest, gen := e.currentDigest(sv), e.generation(sv)
+	st := &s.rec
+	st.mu.Lock()
+	prevSignal, prevDigest := st.rec.Convergence.LastSignal, st.rec.RegistryDigest
+	st.rec.Convergence.SetCurrent(digest, gen)
+	st.rec.Convergence.Signal(time.Now(), gen)
+	st.rec.RegistryDigest, st.rec.AppliedGeneration = digest, gen
+	st.dirty = true
+	st.mu.Unlock()
+	return func() {
+		st.mu.Lock()
+		st.rec.Convergence.LastSignal, st.rec.RegistryDigest = prevSignal, prevDigest
+		st.mu.Unlock()
 	}
 }
 
-// undelivered owes s a notification the go-sdk could not write.
-func (e *Edge) undelivered(s *session, method string) {
-	s.mu.Lock()
-	if i := listIndex(method); i >= 0 {
-		s.notified[i] = nil // let the resend through Edge.sending
-	}
-	s.mu.Unlock()
-	s.rec.owe(method)
-}
-
-// streamAttached runs when s's standalone GET stream is open: the client
-// listens for notifications, and what is owed to it is sent now.
+// streamAttached records that s's client opened its standalone GET stream:
+// it listens for list_changed (see declaresToolsListChanged).
 func (e *Edge) streamAttached(s *session) {
 	st := &s.rec
 	st.mu.Lock()
 	changed := !st.rec.Convergence.ClientListChanged
 	st.rec.ClientListChanged, st.rec.Convergence.ClientListChanged = true, true
-	owed := make([]string, 0, len(st.owed))
-	for m := range st.owed {
-		owed = append(owed, m)
-	}
 	if changed {
 		st.dirty = true
 	}
 	st.mu.Unlock()
 	if changed {
 		e.recs.enqueue(s)
-	}
-	if len(owed) > 0 {
-		s.renotify(owed)
-	}
-}
-
-// renotify makes the go-sdk send the given list_changed notifications
-// again (a registry change of the hidden markers, as in apply).
-func (s *session) renotify(methods []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range methods {
-		switch m {
-		case toolsChanged:
-			if s.marker {
-				s.srv.RemoveTools(markerTool.Name)
-			} else {
-				s.srv.AddTool(markerTool, nil)
-			}
-			s.marker = !s.marker
-		case "notifications/prompts/list_changed":
-			s.srv.AddPrompt(markerPrompt, nil)
-		case "notifications/resources/list_changed":
-			s.srv.AddResource(markerResource, nil)
-		}
 	}
 }
 
@@ -303,10 +242,10 @@ func (e *Edge) adopt(s *session, rec *sessionstore.Record, rev uint64, now time.
 	st.rec.AppliedGeneration = gen
 	st.rec.Convergence.SetCurrent(digest, gen)
 	if rec.RegistryDigest != digest {
-		if st.owed == nil {
-			st.owed = map[string]bool{}
-		}
-		st.owed[toolsChanged] = true
+		s.mu.Lock() // s.rec.mu, then s.mu: never the other way round
+		s.pending |= pendingTools
+		s.wakeLocked()
+		s.mu.Unlock()
 	}
 	st.dirty = true
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,11 +57,12 @@ func stuckHTTPClient(t *testing.T, url string) {
 	t.Cleanup(func() { get.Body.Close() })
 }
 
-// stalledPeer connects a session server to an in-memory peer that never
-// reads, so every write to it blocks: the worst stuck client.
+// stalledPeer connects a 2026-07-28 listen session server (notified
+// through the go-sdk) to an in-memory peer that never reads, so every
+// write to it blocks: the worst stuck client.
 func stalledPeer(t *testing.T, e *Edge) {
 	t.Helper()
-	s := e.newSession("stalled", kindSession, "2025-11-25")
+	s := e.newSession("stalled", kindListen, "2026-07-28")
 	e.open(s)
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -77,6 +79,49 @@ func stalledPeer(t *testing.T, e *Edge) {
 	e.track(s)
 }
 
+// blockedWriter is a standalone stream's response whose writes block,
+// after the first (the stream's opening comment), until release is
+// closed: a client whose socket buffers are full.
+type blockedWriter struct {
+	header  http.Header
+	writes  atomic.Int32
+	release chan struct{}
+}
+
+func (w *blockedWriter) Header() http.Header { return w.header }
+func (w *blockedWriter) WriteHeader(int)     {}
+func (w *blockedWriter) Flush()              {}
+func (w *blockedWriter) Write(p []byte) (int, error) {
+	if w.writes.Add(1) == 1 {
+		return len(p), nil
+	}
+	<-w.release
+	return 0, io.ErrClosedPipe
+}
+
+// blockedStream opens a session-based session whose standalone stream
+// blocks on its first notification.
+func blockedStream(t *testing.T, e *Edge) *session {
+	t.Helper()
+	s := e.newSession("blocked", kindSession, "2025-11-25")
+	e.open(s)
+	w := &blockedWriter{header: http.Header{}, release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.serveStream(w, httptestGET(ctx), s)
+	}()
+	t.Cleanup(func() { cancel(); close(w.release); <-done; e.forget(s) })
+	eventually(t, 5*time.Second, "the blocked stream attached", func() bool { return w.writes.Load() == 1 })
+	return s
+}
+
+func httptestGET(ctx context.Context) *http.Request {
+	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1/mcp", nil)
+	return r
+}
+
 // A client that stops reading delays no notification to 20 others.
 func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 	f := newFleet(t)
@@ -85,6 +130,7 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 	e := startEdge(t, f, &Options{Coalesce: 10 * time.Millisecond})
 	stuckHTTPClient(t, e.MCPURL())
 	stalledPeer(t, e)
+	blocked := blockedStream(t, e)
 	var clients []*client
 	for i := range 20 {
 		v := "2025-11-25"
@@ -93,8 +139,8 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 		}
 		clients = append(clients, connect(t, e.MCPURL(), v))
 	}
-	if n := len(e.Sessions()); n < 22 {
-		t.Fatalf("%d sessions on the edge, want at least 22", n)
+	if n := len(e.Sessions()); n < 23 {
+		t.Fatalf("%d sessions on the edge, want at least 23", n)
 	}
 	for round := int64(1); round <= 4; round++ {
 		f.health("default", "alpha", round%2 == 0)
@@ -104,9 +150,16 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	// The stalled peer really was stuck: its later notifications found the
-	// previous one still being written.
-	eventually(t, 10*time.Second, "a skipped notification", func() bool { return testutil.ToFloat64(e.m.notifyDropped) >= 1 })
+	// The stalled peer and the blocked stream really were stuck: their later
+	// notifications found the previous one still being written (at least
+	// once each in four rounds), and the blocked stream still owes one.
+	eventually(t, 10*time.Second, "skipped notifications", func() bool { return testutil.ToFloat64(e.m.notifyDropped) >= 2 })
+	blocked.mu.Lock()
+	pending := blocked.pending
+	blocked.mu.Unlock()
+	if pending&pendingTools == 0 {
+		t.Fatalf("blocked stream: pending %b, want the tools notification still owed", pending)
+	}
 }
 
 // Exposed-name collisions are resolved the same way whatever the order of

@@ -24,6 +24,7 @@ type metrics struct {
 	callErrors    *prometheus.CounterVec
 	unknownCalls  prometheus.Counter
 	notifyDropped prometheus.Counter
+	streams       prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -54,10 +55,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		unknownCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_unavailable_calls_total",
 			Help: "Calls naming a tool, prompt or resource the served view does not hold."}),
 		notifyDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_notifications_skipped_total",
-			Help: "List-changed notifications not sent because the previous one to that session was still being written (a client not reading)."}),
+			Help: "List-changed notifications merged into the next one because the previous one to that session was still being written (a client not reading)."}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_standalone_streams",
+			Help: "Standalone GET streams open (session-based clients listening for list_changed)."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
-		m.callSeconds, m.callErrors, m.unknownCalls, m.notifyDropped)
+		m.callSeconds, m.callErrors, m.unknownCalls, m.notifyDropped, m.streams)
 	return m
 }
 

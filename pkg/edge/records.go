@@ -39,9 +39,8 @@ const (
 )
 
 // sessionRecord is the record state of one session: the stored record as
-// this edge last wrote it, its convergence evidence and what is owed to
-// the client. The zero value is ready (a session without a store keeps
-// its evidence in memory only).
+// this edge last wrote it, with its convergence evidence. The zero value
+// is ready (a session without a store keeps its evidence in memory only).
 type sessionRecord struct {
 	wmu sync.Mutex // serializes the writes of this record
 
@@ -50,21 +49,10 @@ type sessionRecord struct {
 	rec    sessionstore.Record // Convergence is the session's evidence
 	rev    uint64              // revision of the last write; 0: not stored
 	seen   time.Time           // last request
-	owed   map[string]bool     // list_changed methods owed to the client; nil when none
 	stc    uint64              // LastSignal.Seq whose signal-to-converged was observed
 	phase  int32
 	dirty  bool        // rec changed since the last write
 	queued atomic.Bool // in the recorder's flush set
-}
-
-// owe notes that method's notification could not be delivered.
-func (st *sessionRecord) owe(method string) {
-	st.mu.Lock()
-	if st.owed == nil {
-		st.owed = map[string]bool{}
-	}
-	st.owed[method] = true
-	st.mu.Unlock()
 }
 
 // recorder writes the records of this edge's sessions to the store and

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -38,9 +37,8 @@ func (e *Edge) identity(r *http.Request) (id string, ok bool) {
 
 // serveSession serves a request of the session-based protocol: it binds
 // sessions to their creator's identity, rebuilds a session another edge
-// created from its stored record, ends the record with DELETE, and notices
-// the standalone GET stream attaching (so that a change owed to the client
-// is sent then).
+// created from its stored record, ends the record with DELETE, and serves
+// the standalone GET stream (stream.go).
 func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Request) {
 	ident, ok := e.identity(r)
 	if !ok {
@@ -103,7 +101,10 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 	e.recs.touched(s, time.Now())
 	switch r.Method {
 	case http.MethodGet:
-		w = &attachWriter{ResponseWriter: w, onAttach: func() { e.wg.Go(func() { e.streamAttached(s) }) }}
+		if ownsStream(r, s) {
+			e.serveStream(w, r, s)
+			return
+		}
 	case http.MethodDelete:
 		e.serveStateful(h, w, r)
 		e.forget(s) // the go-sdk closed its session (or never had it)
@@ -255,26 +256,3 @@ func (w *replayWriter) WriteHeader(code int) {
 }
 func (w *replayWriter) Flush() {}
 
-// attachWriter calls onAttach once, when the go-sdk flushes the headers of
-// a standalone GET stream: by then the stream is registered, so a
-// notification sent afterwards is delivered on it.
-type attachWriter struct {
-	http.ResponseWriter
-	code     int
-	once     sync.Once
-	onAttach func()
-}
-
-func (w *attachWriter) WriteHeader(code int) {
-	w.code = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *attachWriter) Flush() {
-	if w.code == http.StatusOK {
-		w.once.Do(w.onAttach)
-	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-func (w *attachWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -110,7 +110,11 @@ func (e *Edge) resync(st *events.State) bool {
 	e.m.collisions.Set(float64(len(next.view.Collisions)))
 
 	start := time.Now()
-	e.fanOut(targets, func(s *session) { s.apply(next, notify, at) })
+	e.fanOut(targets, func(s *session) {
+		if s.apply(next, notify, at) {
+			e.m.notifyDropped.Inc()
+		}
+	})
 	e.m.batches.Inc()
 	e.viewApplied(targets, next)
 	e.wg.Go(func() {

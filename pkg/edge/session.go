@@ -34,8 +34,16 @@ type session struct {
 	// change this session has not yet been notified of; 0 when none.
 	since atomic.Int64
 
-	mu      sync.Mutex // serializes changes to srv's registry
+	mu      sync.Mutex // guards the fields below and srv's registry
 	applied *served
+	// pending holds the list_changed notifications (pendingTools, ...)
+	// owed to a session-based client; stream is its standalone GET stream,
+	// nil when none is attached; ended is set when the session is over
+	// (stream.go).
+	pending uint8
+	ended   bool
+	stream  *sessionStream
+	// A 2026-07-28 listen session is notified through the go-sdk instead:
 	// notified records, per list_changed method, the served value the
 	// last notification of that method was sent for; sending, the methods
 	// whose notification is being written. Both are indexed by listIndex
@@ -64,14 +72,15 @@ func (e *Edge) newSession(id, kind, protocol string) *session {
 			Capabilities: e.caps, // shared: the go-sdk clones it
 			Logger:       e.slog,
 		})
-	if kind != kindStateless {
+	if kind == kindListen {
 		s.srv.AddTool(markerTool, nil) // no session yet: no notification
 		s.marker = true
 	}
 	s.srv.AddReceivingMiddleware(e.receiving(s))
 	s.srv.AddReceivingMiddleware(e.evidence(s)) // outside receiving: sees its results
-	s.srv.AddSendingMiddleware(e.signals(s))    // inside sending: sees what is written
-	s.srv.AddSendingMiddleware(e.sending(s))
+	if kind == kindListen {
+		s.srv.AddSendingMiddleware(e.sending(s))
+	}
 	return s
 }
 
@@ -86,26 +95,39 @@ func (s *session) protocolVersion() string {
 
 // apply gives the session next. The registry a session serves is the
 // served value it points to, so the swap is atomic: a concurrent list sees
-// the old lists or the new ones, never a mix. Then one go-sdk registry
-// change per changed list kind makes the go-sdk send exactly one
-// list_changed of that kind to this session, from this session's own
-// timer. For tools that change is removing the hidden marker tool when it
-// is registered (cheap) and adding it otherwise (the go-sdk re-marshals
-// and decodes the schema of every added tool, ~35 KB of garbage each);
-// refill re-adds removed markers after the batch, off the fan-out path.
-// eventTime is the oldest event timestamp the change carries.
-func (s *session) apply(next *served, c change, eventTime time.Time) {
+// the old lists or the new ones, never a mix. Then each changed list kind
+// is owed to the client as one list_changed:
+//   - a session-based client's are set pending and its standalone stream
+//     woken (stream.go): a few instructions per session;
+//   - a 2026-07-28 listen stream is served by the go-sdk, so one go-sdk
+//     registry change per changed kind makes it send one list_changed of
+//     that kind, from this session's own timer. For tools that change is
+//     removing the hidden marker tool when it is registered (cheap) and
+//     adding it otherwise (the go-sdk re-marshals and decodes the schema
+//     of every added tool); refill re-adds removed markers after the
+//     batch, off the fan-out path.
+//
+// eventTime is the oldest event timestamp the change carries. merged
+// reports a notification merged into one still pending on the stream.
+func (s *session) apply(next *served, c change, eventTime time.Time) (merged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.applied == next {
-		return
+		return false
 	}
 	s.applied = next
 	if c.empty() || s.kind == kindStateless {
-		return // the shared stateless server has no one to notify
+		return false // the shared stateless server has no one to notify
 	}
 	if !eventTime.IsZero() {
 		s.since.CompareAndSwap(0, eventTime.UnixNano())
+	}
+	if s.kind == kindSession {
+		bits := c.bits()
+		merged = s.stream != nil && s.pending&bits != 0 // the previous one is still being written
+		s.pending |= bits
+		s.wakeLocked()
+		return merged
 	}
 	if c.tools {
 		if s.marker {
@@ -121,6 +143,7 @@ func (s *session) apply(next *served, c change, eventTime time.Time) {
 	if c.resources {
 		s.srv.AddResource(markerResource, nil)
 	}
+	return false
 }
 
 // refill registers the marker tool again if a batch removed it. The
@@ -129,7 +152,7 @@ func (s *session) apply(next *served, c change, eventTime time.Time) {
 func (s *session) refill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.marker && s.kind != kindStateless {
+	if !s.marker && s.kind == kindListen {
 		s.srv.AddTool(markerTool, nil)
 		s.marker = true
 	}
@@ -144,8 +167,9 @@ var (
 	markerResource = &mcp.Resource{Name: "fleetgate.marker", URI: "fleetgate:marker"}
 )
 
-// close ends the session's go-sdk sessions (their streams end too).
+// close ends the session's go-sdk sessions and its standalone stream.
 func (s *session) close() {
+	s.end()
 	for ss := range s.srv.Sessions() {
 		_ = ss.Close()
 	}
@@ -176,6 +200,7 @@ func (s *session) served() *served {
 
 // forget unregisters a session.
 func (e *Edge) forget(s *session) {
+	s.end()
 	e.mu.Lock()
 	if e.sessions[s.id] == s {
 		delete(e.sessions, s.id)

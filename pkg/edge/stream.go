@@ -1,0 +1,224 @@
+package edge
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The standalone GET stream of a session-based client (2025-03-26 ..
+// 2025-11-25) is served by the edge itself, not by the go-sdk: the only
+// messages the edge ever sends on it are the three list_changed
+// notifications, and sending them through the go-sdk cost every session a
+// registry change, a timer, a goroutine, a middleware chain and a JSON
+// encoding per batch. Here a resync only sets bits on each session and
+// wakes its stream; the stream's own request goroutine writes one
+// pre-encoded SSE frame per pending kind. A client that stops reading
+// blocks only its own goroutine, for at most streamWriteTimeout, and the
+// notification stays pending for its next stream.
+//
+// Everything else about the session (initialize, POSTs, DELETE, the idle
+// timeout) stays with the go-sdk. GET requests the go-sdk would refuse (a
+// bad Accept, Host or protocol version header, a Last-Event-ID: the edge
+// keeps no event store) are still handed to it, so the answers are its.
+
+// streamWriteTimeout bounds one write to a standalone stream.
+const streamWriteTimeout = 10 * time.Second
+
+// List kinds, as bits of session.pending, in listIndex order.
+const (
+	pendingTools = 1 << iota
+	pendingPrompts
+	pendingResources
+)
+
+// listMethods are the list_changed methods by listIndex.
+var listMethods = [3]string{toolsChanged, "notifications/prompts/list_changed", "notifications/resources/list_changed"}
+
+// listFrames are the SSE events of listMethods, as the go-sdk writes them
+// (no event id: there is no event store to resume from).
+var listFrames = func() (f [3][]byte) {
+	for i, m := range listMethods {
+		f[i] = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + m + `","params":{}}` + "\n\n")
+	}
+	return f
+}()
+
+// sessionStream is an attached standalone stream; wake has room for one
+// signal, so a resync never blocks on it.
+type sessionStream struct {
+	wake chan struct{}
+}
+
+// bits is the pending bits of a change.
+func (c change) bits() uint8 {
+	var b uint8
+	if c.tools {
+		b |= pendingTools
+	}
+	if c.prompts {
+		b |= pendingPrompts
+	}
+	if c.resources {
+		b |= pendingResources
+	}
+	return b
+}
+
+// wakeLocked signals s's stream, if one is attached. s.mu is held.
+func (s *session) wakeLocked() {
+	if s.stream != nil {
+		select {
+		case s.stream.wake <- struct{}{}:
+		default: // already signalled
+		}
+	}
+}
+
+// end ends s's standalone stream, now and for good.
+func (s *session) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.wakeLocked()
+	s.mu.Unlock()
+}
+
+// ownsStream reports whether the edge serves this GET itself: the go-sdk
+// would accept it too (see the comment at the top of the file).
+func ownsStream(r *http.Request, s *session) bool {
+	if s.kind != kindSession || len(r.Header.Values("Last-Event-ID")) > 0 || !acceptsEventStream(r) {
+		return false
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v >= newProtocol || !slices.Contains(mcp.SupportedProtocolVersions(), v)) {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && loopback(la.String()) {
+		return loopback(r.Host) // the go-sdk's DNS rebinding protection
+	}
+	return true
+}
+
+// acceptsEventStream is the go-sdk's Accept check for a GET.
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for raw := range strings.SplitSeq(v, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "text/event-stream", "text/*", "*/*":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveStream serves s's standalone GET stream until the client goes, the
+// session ends, or a write fails.
+func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
+	st := &sessionStream{wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	switch {
+	case s.ended:
+		s.mu.Unlock()
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	case s.stream != nil:
+		s.mu.Unlock()
+		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
+		return
+	}
+	s.stream = st
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.stream == st {
+			s.stream = nil
+		}
+		s.mu.Unlock()
+	}()
+	e.m.streams.Inc()
+	defer e.m.streams.Dec()
+
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	// A comment, so that proxies forward the headers at once (as the
+	// go-sdk does, its issue #410).
+	if writeFrame(w, rc, []byte(": ok\n\n")) != nil {
+		return
+	}
+	e.streamAttached(s)
+	for {
+		if !e.sendPending(s, w, rc) {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-st.wake:
+		}
+	}
+}
+
+// writeFrame writes one SSE frame and flushes it, within
+// streamWriteTimeout.
+func writeFrame(w http.ResponseWriter, rc *http.ResponseController, frame []byte) error {
+	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) // unsupported by some writers: best effort
+	_, err := w.Write(frame)
+	if err == nil {
+		err = rc.Flush()
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return err
+}
+
+// sendPending writes the list_changed notifications pending for s. It
+// reports false when the stream is over (the session ended or a write
+// failed); what could not be written stays pending.
+func (e *Edge) sendPending(s *session, w http.ResponseWriter, rc *http.ResponseController) bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return false
+	}
+	bits := s.pending
+	s.pending = 0
+	s.mu.Unlock()
+	if bits == 0 {
+		return true
+	}
+	for i := range listMethods {
+		bit := uint8(1) << i
+		if bits&bit == 0 {
+			continue
+		}
+		var undo func()
+		if bit == pendingTools {
+			undo = e.signalling(s)
+		}
+		if err := writeFrame(w, rc, listFrames[i]); err != nil {
+			if undo != nil {
+				undo()
+			}
+			s.mu.Lock()
+			s.pending |= bits
+			s.mu.Unlock()
+			return false
+		}
+		bits &^= bit
+		e.m.notifications.WithLabelValues(listMethods[i]).Inc()
+		if bit == pendingTools {
+			e.recs.enqueue(s)
+		}
+	}
+	if since := s.since.Swap(0); since != 0 {
+		e.m.latency.Observe(time.Since(time.Unix(0, since)).Seconds())
+	}
+	return true
+}
