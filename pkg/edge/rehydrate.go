@@ -255,4 +255,3 @@ func (w *replayWriter) WriteHeader(code int) {
 	}
 }
 func (w *replayWriter) Flush() {}
-
