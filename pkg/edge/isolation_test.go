@@ -19,42 +19,34 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
-// stuckHTTPClient initializes a session with raw HTTP, opens its GET
-// stream and never reads it.
-func stuckHTTPClient(t *testing.T, url string) {
+// rawGET opens the standalone stream of session sid; hdr adds or
+// overrides request headers. The response body is closed at cleanup.
+func rawGET(t *testing.T, url, sid string, hdr map[string]string) *http.Response {
 	t.Helper()
-	post := func(sid, body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stuck","version":"0"}}}`)
-	sid := resp.Header.Get("Mcp-Session-Id")
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if sid == "" {
-		t.Fatalf("initialize: status %d, no session id", resp.StatusCode)
-	}
-	resp = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	resp.Body.Close()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	get, err := http.DefaultClient.Do(req) // never read
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { get.Body.Close() })
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// stuckHTTPClient initializes a session with raw HTTP, opens its GET
+// stream and never reads it.
+func stuckHTTPClient(t *testing.T, url string) {
+	t.Helper()
+	rawGET(t, url, rawInitialize(t, url, ""), nil)
 }
 
 // stalledPeer connects a 2026-07-28 listen session server (notified

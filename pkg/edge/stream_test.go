@@ -1,0 +1,154 @@
+package edge
+
+import (
+	"bufio"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The standalone stream the edge serves answers GETs as the go-sdk would:
+// refusals for what the go-sdk refuses, one stream per session.
+func TestStandaloneStreamRequests(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, nil)
+	url := e.MCPURL()
+	cases := []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no event-stream in Accept", map[string]string{"Accept": "application/json"}, http.StatusBadRequest},
+		{"Last-Event-ID without an event store", map[string]string{"Last-Event-ID": "_0"}, http.StatusBadRequest},
+		{"unsupported protocol version", map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, http.StatusBadRequest},
+		{"foreign Host on a loopback listener", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"unknown session", map[string]string{"Mcp-Session-Id": "AAAAAAAAAAAAAAAAAAAAAAAAAA"}, http.StatusNotFound},
+		{"wildcard Accept, no protocol header", map[string]string{"Accept": "*/*", "Mcp-Protocol-Version": ""}, http.StatusOK},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sid := rawInitialize(t, url, "")
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			for k, v := range c.hdr {
+				switch {
+				case k == "Host":
+					req.Host = v
+				case v == "":
+					req.Header.Del(k)
+				default:
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.want)
+			}
+			if c.want == http.StatusOK && resp.Header.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
+
+	t.Run("second stream of a session", func(t *testing.T) {
+		sid := rawInitialize(t, url, "")
+		if r := rawGET(t, url, sid, nil); r.StatusCode != http.StatusOK {
+			t.Fatalf("first stream: status %d", r.StatusCode)
+		}
+		if r := rawGET(t, url, sid, nil); r.StatusCode != http.StatusConflict {
+			t.Fatalf("second stream: status %d, want 409", r.StatusCode)
+		}
+	})
+}
+
+// readEvents returns a channel of the data lines of an SSE body.
+func readEvents(body interface{ Read([]byte) (int, error) }) <-chan string {
+	ch := make(chan string, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				ch <- data
+			}
+		}
+	}()
+	return ch
+}
+
+func nextEvent(t *testing.T, ch <-chan string, d time.Duration) (string, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		return ev, ok
+	case <-time.After(d):
+		t.Fatalf("no event or end of stream within %v", d)
+		return "", false
+	}
+}
+
+// A change made while a session has no stream is sent when one attaches;
+// a stream that ends leaves nothing behind; DELETE ends the stream.
+func TestStandaloneStreamLifecycle(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	url := e.MCPURL()
+	sid := rawInitialize(t, url, "")
+	eventually(t, 5*time.Second, "session registered", func() bool { return e.lookup(sid) != nil })
+
+	f.health("default", "alpha", false) // no stream yet: pending
+	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
+	resp := rawGET(t, url, sid, nil)
+	evs := readEvents(resp.Body)
+	// One list_changed per changed kind (the demo backend has prompts and
+	// resources too), tools among them, none twice.
+	batch := func(what string) {
+		t.Helper()
+		seen := map[string]int{}
+		ev, _ := nextEvent(t, evs, 5*time.Second)
+		for ok := true; ok; {
+			seen[ev]++
+			select {
+			case ev, ok = <-evs:
+			case <-time.After(300 * time.Millisecond):
+				ok = false
+			}
+		}
+		if seen[`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`] != 1 {
+			t.Fatalf("%s: events %v, want one tools list_changed", what, seen)
+		}
+		for ev, n := range seen {
+			if n != 1 || !strings.Contains(ev, "/list_changed") {
+				t.Fatalf("%s: events %v, want each list_changed once", what, seen)
+			}
+		}
+	}
+	batch("change made before the stream attached")
+	f.health("default", "alpha", true)
+	batch("change made while attached")
+
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if ev, ok := nextEvent(t, evs, 5*time.Second); ok {
+		t.Fatalf("event %q after DELETE, want the stream to end", ev)
+	}
+	eventually(t, 5*time.Second, "no stream open", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
+}
