@@ -46,7 +46,9 @@ type Options struct {
 	// SessionTimeout closes sessions idle (no POST) for this long; 0 never.
 	SessionTimeout time.Duration
 	// BackendHTTPClient talks to backends; default a client without a
-	// timeout (a timeout would cut streams; CallTimeout bounds calls).
+	// timeout (a timeout would cut streams; CallTimeout bounds calls) whose
+	// transport makes plain-HTTP exchanges on the caller's goroutine
+	// (conntransport.go).
 	BackendHTTPClient *http.Client
 	// Logger receives the edge's logs; default none. Tool arguments are
 	// never logged.
@@ -101,7 +103,7 @@ func (o *Options) withDefaults() Options {
 		c.ShutdownTimeout = 10 * time.Second
 	}
 	if c.BackendHTTPClient == nil {
-		c.BackendHTTPClient = &http.Client{}
+		c.BackendHTTPClient = &http.Client{Transport: newConnTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
 	if c.Logger == nil {
 		nop := zerolog.Nop()

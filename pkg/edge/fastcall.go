@@ -75,7 +75,19 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 	for ss := range s.srv.Sessions() {
 		req.Session = ss
 	}
-	res, err := e.answerCall(ctx, s, req)
+	res, raw, err := e.answerCall(ctx, s, req)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if err == nil && raw != nil {
+		// The backend's result as it came (decodeToolResult validated it).
+		body := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(msg.id)+len(raw))
+		body = append(body, `{"jsonrpc":"2.0","id":`...)
+		body = append(body, msg.id...)
+		body = append(body, `,"result":`...)
+		body = append(body, raw...)
+		_, _ = w.Write(append(body, '}'))
+		return true
+	}
 	out := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -93,22 +105,26 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 		body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.id,
 			"error": &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode result: " + err.Error()}})
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	return true
 }
 
 // answerCall runs a tools/call as the session's middleware chain does
-// (Edge.evidence, then Edge.receiving).
-func (e *Edge) answerCall(ctx context.Context, s *session, req *mcp.CallToolRequest) (mcp.Result, error) {
+// (Edge.evidence, then Edge.receiving). raw is the backend's result as it
+// came, when res is that result.
+func (e *Edge) answerCall(ctx context.Context, s *session, req *mcp.CallToolRequest) (res mcp.Result, raw json.RawMessage, err error) {
 	next := func(ctx context.Context, _ string, r mcp.Request) (mcp.Result, error) {
-		return result(e.callTool(ctx, r.(*mcp.CallToolRequest)))
+		var ctr *mcp.CallToolResult
+		p := r.(*mcp.CallToolRequest).Params
+		ctr, raw = e.forwardTool(ctx, p.Name, p.Arguments)
+		return ctr, nil
 	}
 	if e.opts.CallTrail != nil {
-		return e.audited(ctx, s, req, "tools/call", next)
+		res, err = e.audited(ctx, s, req, "tools/call", next)
+	} else {
+		res, err = next(ctx, "tools/call", req)
 	}
-	return next(ctx, "tools/call", req)
+	return res, raw, err
 }
 
 func fastKey(sid string, id json.RawMessage) string { return sid + "\x00" + string(id) }

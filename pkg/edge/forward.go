@@ -46,21 +46,47 @@ type wireMessage struct {
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
 }
 
-// callTool forwards a tools/call to backend at url with the retry rules of
-// do: a session the backend no longer knows (404) is replaced and the
-// call sent again once, as is one that could not be sent.
-func (p *pool) callTool(ctx context.Context, backend, url string, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	return do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+// callTool forwards a tools/call of tool name with the raw arguments args
+// (an object; nil for none) to backend at url with the retry rules of do:
+// a session the backend no longer knows (404) is replaced and the call
+// sent again once, as is one that could not be sent. It returns the
+// result decoded and, for a client that can take it as it came, raw.
+func (p *pool) callTool(ctx context.Context, backend, url, name string, args json.RawMessage) (*mcp.CallToolResult, json.RawMessage, error) {
+	params := encodeCallParams(name, args)
+	r, err := do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (toolReply, error) {
 		raw, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
 		if err != nil {
-			return nil, err
+			return toolReply{}, err
 		}
 		res, err := decodeToolResult(raw)
 		if err != nil {
-			return nil, fmt.Errorf("decode result: %w", err)
+			return toolReply{}, fmt.Errorf("decode result: %w", err)
 		}
-		return res, nil
+		return toolReply{res, raw}, nil
 	})
+	return r.res, r.raw, err
+}
+
+// toolReply is a tools/call result, decoded and as it came.
+type toolReply struct {
+	res *mcp.CallToolResult
+	raw json.RawMessage
+}
+
+// encodeCallParams is the JSON of tools/call params. args comes from a
+// decoded message (valid JSON); an empty one is sent as {}, as the go-sdk
+// client does.
+func encodeCallParams(name string, args json.RawMessage) json.RawMessage {
+	quoted, _ := json.Marshal(name) // a string always encodes
+	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	b := make([]byte, 0, len(`{"name":,"arguments":}`)+len(quoted)+len(args))
+	b = append(b, `{"name":`...)
+	b = append(b, quoted...)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	return append(b, '}')
 }
 
 // wireToolResult is a tools/call result as a 2025-11-25 backend sends it,
@@ -116,21 +142,29 @@ func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 }
 
 // rawCall sends one JSON-RPC request on the backend session sid and
-// returns the raw result of its response. The request gets an id of its
+// returns the raw result of its response. params is JSON already encoded
+// (json.RawMessage) or a value to encode. The request gets an id of its
 // own (the session is shared by every caller, and its go-sdk client uses
 // numeric ids). When ctx ends first the backend is sent
 // notifications/cancelled, as the go-sdk client would.
 func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any) (json.RawMessage, error) {
 	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
-	body, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      string `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", id, method, params})
-	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+	enc, ok := params.(json.RawMessage)
+	if !ok {
+		var err error
+		if enc, err = json.Marshal(params); err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
 	}
+	// The id and method are the edge's own: no escaping needed.
+	body := make([]byte, 0, 64+len(method)+len(enc))
+	body = append(body, `{"jsonrpc":"2.0","id":"`...)
+	body = append(body, id...)
+	body = append(body, `","method":"`...)
+	body = append(body, method...)
+	body = append(body, `","params":`...)
+	body = append(body, enc...)
+	body = append(body, '}')
 	resp, err := p.post(ctx, url, sid, body)
 	if err != nil {
 		if ctx.Err() != nil {

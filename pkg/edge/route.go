@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -30,9 +31,16 @@ func (e *Edge) backendURL(name string) (string, bool) {
 // callTool routes a tools/call to the owning backend under the tool's
 // original name.
 func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, _ := e.forwardTool(ctx, req.Params.Name, req.Params.Arguments)
+	return res, nil
+}
+
+// forwardTool is callTool for the tool name and raw arguments. A failure
+// is an isError result naming the tool. raw is the backend's result as it
+// came (nil when res is the edge's own).
+func (e *Edge) forwardTool(ctx context.Context, name string, args json.RawMessage) (res *mcp.CallToolResult, raw json.RawMessage) {
 	e.inflight.Add(1)
 	defer e.inflight.Add(-1)
-	name := req.Params.Name
 	entry, ok := e.current().view.Tool(name)
 	if !ok {
 		noteCallError(ctx, fmt.Errorf("tool %q: %w", name, ErrUnavailable))
@@ -43,21 +51,14 @@ func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		noteCallError(ctx, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable))
 		return e.unavailable(name), nil
 	}
-	params := &mcp.CallToolParams{Name: entry.Original}
-	if len(req.Params.Arguments) > 0 {
-		params.Arguments = req.Params.Arguments
-	}
-	if params.Arguments == nil {
-		params.Arguments = map[string]any{} // as the go-sdk client sends it
-	}
-	res, err := e.pool.callTool(ctx, entry.Backend, url, params)
+	res, raw, err := e.pool.callTool(ctx, entry.Backend, url, entry.Original, args)
 	if err != nil {
 		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
 		noteCallError(ctx, err)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("tool %q: the call to backend %q failed: %v", name, entry.Backend, err)}}}, nil
 	}
-	return res, nil
+	return res, raw
 }
 
 // getPrompt routes prompts/get to the owning backend.
