@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fastjson"
 )
 
 // A tools/call is forwarded to its backend as raw JSON-RPC over HTTP on
@@ -49,28 +49,100 @@ type wireMessage struct {
 // callTool forwards a tools/call of tool name with the raw arguments args
 // (an object; nil for none) to backend at url with the retry rules of do:
 // a session the backend no longer knows (404) is replaced and the call
-// sent again once, as is one that could not be sent. It returns the
-// result decoded and, for a client that can take it as it came, raw.
-func (p *pool) callTool(ctx context.Context, backend, url, name string, args json.RawMessage) (*mcp.CallToolResult, json.RawMessage, error) {
+// sent again once, as is one that could not be sent.
+func (p *pool) callTool(ctx context.Context, backend, url, name string, args json.RawMessage) (toolReply, error) {
 	params := encodeCallParams(name, args)
-	r, err := do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (toolReply, error) {
+	return do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (toolReply, error) {
 		raw, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
 		if err != nil {
 			return toolReply{}, err
+		}
+		if plainToolResult(raw) {
+			return toolReply{raw: raw}, nil // decoded when needed
 		}
 		res, err := decodeToolResult(raw)
 		if err != nil {
 			return toolReply{}, fmt.Errorf("decode result: %w", err)
 		}
-		return toolReply{res, raw}, nil
+		return toolReply{raw: raw, res: res}, nil
 	})
-	return r.res, r.raw, err
 }
 
-// toolReply is a tools/call result, decoded and as it came.
+// toolReply is a tools/call result: as a backend sent it (raw), or the
+// edge's own (raw nil).
 type toolReply struct {
-	res *mcp.CallToolResult
 	raw json.RawMessage
+	res *mcp.CallToolResult // nil until decoded
+}
+
+// decoded is the result as a value. A raw result was validated when it
+// arrived (plainToolResult or decodeToolResult), so it decodes.
+func (r *toolReply) decoded() *mcp.CallToolResult {
+	if r.res == nil {
+		res, err := decodeToolResult(r.raw)
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "decode result: " + err.Error()}}}
+		}
+		r.res = res
+	}
+	return r.res
+}
+
+// plainToolResult reports whether raw is a tools/call result of the
+// common shape that decodeToolResult's fast path is sure to accept: an
+// object of content (text items with at most _meta), structuredContent,
+// isError and _meta. Anything else is decoded (and so validated) at once.
+func plainToolResult(raw json.RawMessage) bool {
+	p := fastParsers.Get()
+	defer fastParsers.Put(p)
+	v, err := p.ParseBytes(raw)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return false
+	}
+	ok := true
+	v.GetObject().Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "content":
+			ok = ok && plainContent(v)
+		case "isError":
+			ok = ok && (v.Type() == fastjson.TypeTrue || v.Type() == fastjson.TypeFalse)
+		case "_meta":
+			ok = ok && v.Type() == fastjson.TypeObject
+		case "structuredContent":
+		default:
+			ok = false
+		}
+	})
+	return ok
+}
+
+func plainContent(v *fastjson.Value) bool {
+	items, err := v.Array()
+	if err != nil {
+		return false
+	}
+	for _, it := range items {
+		o, err := it.Object()
+		if err != nil || string(it.GetStringBytes("type")) != "text" {
+			return false
+		}
+		ok := true
+		o.Visit(func(k []byte, v *fastjson.Value) {
+			switch string(k) {
+			case "type":
+			case "text":
+				ok = ok && v.Type() == fastjson.TypeString
+			case "_meta":
+				ok = ok && v.Type() == fastjson.TypeObject
+			default:
+				ok = false
+			}
+		})
+		if !ok || it.Get("text") == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // encodeCallParams is the JSON of tools/call params. args comes from a
@@ -239,7 +311,7 @@ func (p *pool) cancelled(ctx context.Context, url, sid, id string) {
 // Notifications on the stream are skipped; requests from the backend are
 // refused (the edge offers backends no client features).
 func (p *pool) readResponse(ctx context.Context, resp *http.Response, url, sid, id string) (*wireMessage, error) {
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := mediaType(resp.Header.Get("Content-Type"))
 	body := io.LimitReader(resp.Body, maxResponse)
 	switch ct {
 	case "application/json":
@@ -253,6 +325,15 @@ func (p *pool) readResponse(ctx context.Context, resp *http.Response, url, sid, 
 	default:
 		return nil, fmt.Errorf("response: unexpected Content-Type %q", resp.Header.Get("Content-Type"))
 	}
+}
+
+// mediaType is the media type of a Content-Type value, lower case,
+// without parameters.
+func mediaType(v string) string {
+	if i := strings.IndexByte(v, ';'); i >= 0 {
+		v = v[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(v))
 }
 
 // readEvents reads server-sent events until the one carrying the response.
@@ -297,33 +378,43 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b 
 // errNoResponse: a body or event without the response sought.
 var errNoResponse = errors.New("response: no JSON-RPC response to the request")
 
-// findResponse returns the response to id among the messages of data.
+// findResponse returns the response to id among the messages of data
+// (one message or a batch).
 func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id string) (*wireMessage, error) {
-	data = bytes.TrimSpace(data)
-	var msgs []wireMessage
-	if len(data) > 0 && data[0] == '[' {
-		if err := json.Unmarshal(data, &msgs); err != nil {
-			return nil, fmt.Errorf("decode response: %w", err)
-		}
-	} else {
-		var m wireMessage
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("decode response: %w", err)
-		}
-		msgs = []wireMessage{m}
+	fp := fastParsers.Get()
+	defer fastParsers.Put(fp)
+	v, err := fp.ParseBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
 	}
-	for i := range msgs {
-		m := &msgs[i]
-		if m.Method != "" {
-			if len(m.ID) > 0 {
-				p.refuse(ctx, url, sid, m)
+	msgs := []*fastjson.Value{v}
+	if v.Type() == fastjson.TypeArray {
+		msgs = v.GetArray()
+	}
+	for _, m := range msgs {
+		if m.Type() != fastjson.TypeObject {
+			return nil, fmt.Errorf("decode response: a %s, not a JSON-RPC message", m.Type())
+		}
+		if method := m.Get("method"); method != nil {
+			if reqID := m.Get("id"); reqID != nil {
+				p.refuse(ctx, url, sid, &wireMessage{ID: reqID.MarshalTo(nil), Method: string(method.GetStringBytes())})
 			}
 			continue
 		}
-		var got string
-		if json.Unmarshal(m.ID, &got) == nil && got == id {
-			return m, nil
+		if got := m.Get("id"); got == nil || got.Type() != fastjson.TypeString || string(got.GetStringBytes()) != id {
+			continue
 		}
+		msg := &wireMessage{ID: m.Get("id").MarshalTo(nil)}
+		if r := m.Get("result"); r != nil {
+			msg.Result = r.MarshalTo(nil)
+		}
+		if e := m.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+			msg.Error = &jsonrpc.Error{}
+			if err := json.Unmarshal(e.MarshalTo(nil), msg.Error); err != nil {
+				return nil, fmt.Errorf("decode response: error: %w", err)
+			}
+		}
+		return msg, nil
 	}
 	return nil, errNoResponse
 }

@@ -31,34 +31,33 @@ func (e *Edge) backendURL(name string) (string, bool) {
 // callTool routes a tools/call to the owning backend under the tool's
 // original name.
 func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, _ := e.forwardTool(ctx, req.Params.Name, req.Params.Arguments)
-	return res, nil
+	r := e.forwardTool(ctx, req.Params.Name, req.Params.Arguments)
+	return r.decoded(), nil
 }
 
 // forwardTool is callTool for the tool name and raw arguments. A failure
-// is an isError result naming the tool. raw is the backend's result as it
-// came (nil when res is the edge's own).
-func (e *Edge) forwardTool(ctx context.Context, name string, args json.RawMessage) (res *mcp.CallToolResult, raw json.RawMessage) {
+// is an isError result naming the tool.
+func (e *Edge) forwardTool(ctx context.Context, name string, args json.RawMessage) toolReply {
 	e.inflight.Add(1)
 	defer e.inflight.Add(-1)
 	entry, ok := e.current().view.Tool(name)
 	if !ok {
 		noteCallError(ctx, fmt.Errorf("tool %q: %w", name, ErrUnavailable))
-		return e.unavailable(name), nil
+		return toolReply{res: e.unavailable(name)}
 	}
 	url, ok := e.backendURL(entry.Backend)
 	if !ok {
 		noteCallError(ctx, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable))
-		return e.unavailable(name), nil
+		return toolReply{res: e.unavailable(name)}
 	}
-	res, raw, err := e.pool.callTool(ctx, entry.Backend, url, entry.Original, args)
+	r, err := e.pool.callTool(ctx, entry.Backend, url, entry.Original, args)
 	if err != nil {
 		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
 		noteCallError(ctx, err)
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("tool %q: the call to backend %q failed: %v", name, entry.Backend, err)}}}, nil
+		return toolReply{res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("tool %q: the call to backend %q failed: %v", name, entry.Backend, err)}}}}
 	}
-	return res, raw
+	return r
 }
 
 // getPrompt routes prompts/get to the owning backend.
