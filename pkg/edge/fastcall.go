@@ -143,8 +143,12 @@ func fastHeaders(r *http.Request, version string) bool {
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		return false
 	}
-	accept := strings.Join(r.Header.Values("Accept"), ",")
-	if !strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
+	var jsonOK, streamOK bool
+	for _, a := range r.Header.Values("Accept") {
+		jsonOK = jsonOK || strings.Contains(a, "application/json")
+		streamOK = streamOK || strings.Contains(a, "text/event-stream")
+	}
+	if !jsonOK || !streamOK {
 		return false
 	}
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopback(la.String()) {

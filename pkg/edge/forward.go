@@ -30,6 +30,13 @@ import (
 // backendProtocol is the protocol version of the pooled backend sessions.
 const backendProtocol = "2025-11-25"
 
+// Header values of the requests post sends.
+var (
+	jsonContentType       = []string{"application/json"}
+	acceptBoth            = []string{"application/json, text/event-stream"}
+	backendProtocolHeader = []string{backendProtocol}
+)
+
 // maxResponse bounds a backend's response body.
 const maxResponse = 64 << 20
 
@@ -272,11 +279,19 @@ func (p *pool) post(ctx context.Context, url, sid string, body []byte) (*http.Re
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", backendProtocol)
-	resp, err := p.http.Do(req)
+	req.Header = http.Header{ // canonical keys; the shared values are only read
+		"Content-Type":         jsonContentType,
+		"Accept":               acceptBoth,
+		"Mcp-Session-Id":       {sid},
+		"Mcp-Protocol-Version": backendProtocolHeader,
+	}
+	var resp *http.Response
+	if p.direct != nil {
+		// The edge's own client: no redirects, cookies or timeout to apply.
+		resp, err = p.direct.RoundTrip(req)
+	} else {
+		resp, err = p.http.Do(req)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			// As the go-sdk client does ("rejected by transport"): a

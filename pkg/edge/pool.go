@@ -17,8 +17,11 @@ import (
 // first use and replaced when the backend forgets it (a restart) or the
 // connection breaks.
 type pool struct {
-	client  *mcp.Client
-	http    *http.Client
+	client *mcp.Client
+	http   *http.Client
+	// direct is http's transport when http is the edge's default client
+	// (Options.BackendHTTPClient nil), which post then calls directly.
+	direct  http.RoundTripper
 	timeout time.Duration
 	m       *metrics
 	ids     atomic.Uint64 // ids of raw requests (forward.go)
@@ -38,13 +41,17 @@ type backendConn struct {
 }
 
 func newPool(hc *http.Client, timeout time.Duration, m *metrics) *pool {
-	return &pool{
+	p := &pool{
 		client:  mcp.NewClient(&mcp.Implementation{Name: "fleetgate-edge", Version: "0.1.0"}, nil),
 		http:    hc,
 		timeout: timeout,
 		m:       m,
 		conns:   map[string]*backendConn{},
 	}
+	if ct, ok := hc.Transport.(*connTransport); ok && hc.Jar == nil && hc.CheckRedirect == nil && hc.Timeout == 0 {
+		p.direct = ct
+	}
+	return p
 }
 
 // conn returns the pooled connection of backend name at url; a URL change

@@ -1,0 +1,103 @@
+package test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// startEdgeProc runs the edge binary against natsURL and returns its MCP
+// URL once it is ready. extra adds flags.
+func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
+	t.Helper()
+	listen, admin := freeAddr(t), freeAddr(t)
+	args := append([]string{"--nats-url", natsURL, "--listen", listen, "--admin-listen", admin, "--id", "bench-edge",
+		"--log-format", "json"}, extra...)
+	cmd := exec.Command(binary(t, "edge"), args...)
+	logf, _ := os.Create(filepath.Join(t.TempDir(), "edge.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	eventually(t, 30*time.Second, "edge ready", func() bool {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return "http://" + listen + "/mcp"
+}
+
+// BenchmarkToolCallEdgeProcess is the tool-call overhead with the edge as
+// the process it is in production (the edge binary, its default options:
+// session records and call trail on), the controller, NATS, the backend
+// and the client in this process: the same tools/call directly and through
+// the edge, alternately.
+func BenchmarkToolCallEdgeProcess(b *testing.B) {
+	n := startNATS(b)
+	be := startBackend(b, "alpha", nil)
+	startController(b, n.ClientURL(), "ctl", fleetYAML(time.Second, 100*time.Millisecond, be))
+	// FLEETGATE_BENCH_EDGE_FLAGS adds edge flags, e.g. --no-call-trail.
+	url := startEdgeProc(b, n.ClientURL(), strings.Fields(os.Getenv("FLEETGATE_BENCH_EDGE_FLAGS"))...)
+	connectAt := func(u string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: u}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	direct, via := connectAt(be.URL()), connectAt(url)
+	args := map[string]any{"text": "bench"}
+	call := func(cs *mcp.ClientSession, name string) time.Duration {
+		start := time.Now()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("call %s: %v %+v", name, err, res)
+		}
+		return d
+	}
+	eventually(b, 30*time.Second, "alpha_echo served", func() bool {
+		res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: args})
+		return err == nil && !res.IsError
+	})
+	var ds, es []time.Duration
+	for b.Loop() {
+		ds = append(ds, call(direct, "echo"))
+		es = append(es, call(via, "alpha_echo"))
+	}
+	slices.Sort(ds)
+	slices.Sort(es)
+	var sumD, sumE time.Duration
+	for i := range ds {
+		sumD += ds[i]
+		sumE += es[i]
+	}
+	q := func(s []time.Duration, p float64) float64 {
+		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds())
+	}
+	b.ReportMetric(q(ds, 0.5), "direct-p50-µs")
+	b.ReportMetric(q(ds, 0.99), "direct-p99-µs")
+	b.ReportMetric(q(es, 0.5), "edge-p50-µs")
+	b.ReportMetric(q(es, 0.99), "edge-p99-µs")
+	b.ReportMetric(float64(len(ds))/sumD.Seconds(), "direct-calls/s")
+	b.ReportMetric(float64(len(es))/sumE.Seconds(), "edge-calls/s")
+	b.ReportMetric(q(es, 0.5)/q(ds, 0.5), "p50-ratio")
+}
