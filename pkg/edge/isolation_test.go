@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -109,6 +110,20 @@ func blockedStream(t *testing.T, e *Edge) *session {
 	return s
 }
 
+// stuckConnStream opens a session-based session whose taken-over stream
+// is one end of a net.Pipe nobody reads: its first write blocks.
+func stuckConnStream(t *testing.T, e *Edge) *session {
+	t.Helper()
+	s := e.newSession("stuck-conn", kindSession, "2025-11-25")
+	e.open(s)
+	server, client := net.Pipe()
+	if !e.attachConn(s, &sessionStream{e: e, conn: server}) {
+		t.Fatal("stream not attached")
+	}
+	t.Cleanup(func() { client.Close(); e.forget(s) })
+	return s
+}
+
 func httptestGET(ctx context.Context) *http.Request {
 	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1/mcp", nil)
 	return r
@@ -123,6 +138,7 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 	stuckHTTPClient(t, e.MCPURL())
 	stalledPeer(t, e)
 	blocked := blockedStream(t, e)
+	stuck := stuckConnStream(t, e)
 	var clients []*client
 	for i := range 20 {
 		v := "2025-11-25"
@@ -131,8 +147,8 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 		}
 		clients = append(clients, connect(t, e.MCPURL(), v))
 	}
-	if n := len(e.Sessions()); n < 23 {
-		t.Fatalf("%d sessions on the edge, want at least 23", n)
+	if n := len(e.Sessions()); n < 24 {
+		t.Fatalf("%d sessions on the edge, want at least 24", n)
 	}
 	for round := int64(1); round <= 4; round++ {
 		f.health("default", "alpha", round%2 == 0)
@@ -142,15 +158,18 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	// The stalled peer and the blocked stream really were stuck: their later
-	// notifications found the previous one still being written (at least
-	// once each in four rounds), and the blocked stream still owes one.
-	eventually(t, 10*time.Second, "skipped notifications", func() bool { return testutil.ToFloat64(e.m.notifyDropped) >= 2 })
-	blocked.mu.Lock()
-	pending := blocked.pending
-	blocked.mu.Unlock()
-	if pending&pendingTools == 0 {
-		t.Fatalf("blocked stream: pending %b, want the tools notification still owed", pending)
+	// The stalled peer and the blocked streams (held and taken over) really
+	// were stuck: their later notifications found the previous one still
+	// being written (at least once each in four rounds), and the blocked
+	// streams still owe one.
+	eventually(t, 10*time.Second, "skipped notifications", func() bool { return testutil.ToFloat64(e.m.notifyDropped) >= 3 })
+	for _, s := range []*session{blocked, stuck} {
+		s.mu.Lock()
+		pending := s.pending
+		s.mu.Unlock()
+		if pending&pendingTools == 0 {
+			t.Fatalf("%s stream: pending %b, want the tools notification still owed", s.id, pending)
+		}
 	}
 }
 

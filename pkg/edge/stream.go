@@ -1,9 +1,11 @@
 package edge
 
 import (
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,10 +49,20 @@ var listFrames = func() (f [3][]byte) {
 	return f
 }()
 
-// sessionStream is an attached standalone stream; wake has room for one
-// signal, so a resync never blocks on it.
+// sessionStream is an attached standalone stream, of one of two kinds:
+//   - held: the GET's own request goroutine writes it; wake (room for one
+//     signal, so a resync never blocks on it) tells that goroutine to
+//     write what is pending;
+//   - taken over (streamconn.go): the connection was hijacked from
+//     net/http, conn is written by a short-lived flusher goroutine and
+//     read by one that notices the client leaving.
 type sessionStream struct {
 	wake chan struct{}
+
+	e       *Edge
+	conn    net.Conn
+	wmu     sync.Mutex // serializes writes to conn
+	writing bool       // a flusher runs; guarded by the session's mu
 }
 
 // bits is the pending bits of a change.
@@ -68,11 +80,20 @@ func (c change) bits() uint8 {
 	return b
 }
 
-// wakeLocked signals s's stream, if one is attached. s.mu is held.
+// wakeLocked has s's stream, if one is attached, write what is pending.
+// s.mu is held.
 func (s *session) wakeLocked() {
-	if s.stream != nil {
+	st := s.stream
+	switch {
+	case st == nil:
+	case st.conn != nil:
+		if !st.writing {
+			st.writing = true
+			st.e.wg.Go(func() { st.e.flushConn(s, st) })
+		}
+	default:
 		select {
-		case s.stream.wake <- struct{}{}:
+		case st.wake <- struct{}{}:
 		default: // already signalled
 		}
 	}
@@ -82,6 +103,11 @@ func (s *session) wakeLocked() {
 func (s *session) end() {
 	s.mu.Lock()
 	s.ended = true
+	st := s.stream
+	if st != nil && st.conn != nil {
+		s.stream = nil
+		st.e.wg.Go(st.finish)
+	}
 	s.wakeLocked()
 	s.mu.Unlock()
 }
@@ -118,7 +144,6 @@ func acceptsEventStream(r *http.Request) bool {
 // serveStream serves s's standalone GET stream until the client goes, the
 // session ends, or a write fails.
 func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
-	st := &sessionStream{wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	switch {
 	case s.ended:
@@ -126,6 +151,17 @@ func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	case s.stream != nil:
+		s.mu.Unlock()
+		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
+		return
+	}
+	s.mu.Unlock()
+	if e.takeOver(w, r, s) {
+		return
+	}
+	st := &sessionStream{wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	if s.ended || s.stream != nil { // raced with another GET or the end
 		s.mu.Unlock()
 		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
 		return
@@ -154,8 +190,9 @@ func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	e.streamAttached(s)
+	write := func(i int) error { return writeFrame(w, rc, listFrames[i]) }
 	for {
-		if !e.sendPending(s, w, rc) {
+		if !e.sendPending(s, write) {
 			return
 		}
 		select {
@@ -178,10 +215,11 @@ func writeFrame(w http.ResponseWriter, rc *http.ResponseController, frame []byte
 	return err
 }
 
-// sendPending writes the list_changed notifications pending for s. It
-// reports false when the stream is over (the session ended or a write
-// failed); what could not be written stays pending.
-func (e *Edge) sendPending(s *session, w http.ResponseWriter, rc *http.ResponseController) bool {
+// sendPending writes, with write (given a listIndex), the list_changed
+// notifications pending for s. It reports false when the stream is over
+// (the session ended or a write failed); what could not be written stays
+// pending.
+func (e *Edge) sendPending(s *session, write func(int) error) bool {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -190,6 +228,12 @@ func (e *Edge) sendPending(s *session, w http.ResponseWriter, rc *http.ResponseC
 	bits := s.pending
 	s.pending = 0
 	s.mu.Unlock()
+	return e.writePending(s, bits, write)
+}
+
+// writePending writes the notifications of bits; on a failed write the
+// ones not written are pending again and it reports false.
+func (e *Edge) writePending(s *session, bits uint8, write func(int) error) bool {
 	if bits == 0 {
 		return true
 	}
@@ -202,7 +246,7 @@ func (e *Edge) sendPending(s *session, w http.ResponseWriter, rc *http.ResponseC
 		if bit == pendingTools {
 			undo = e.signalling(s)
 		}
-		if err := writeFrame(w, rc, listFrames[i]); err != nil {
+		if err := write(i); err != nil {
 			if undo != nil {
 				undo()
 			}

@@ -139,6 +139,19 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 	f.health("default", "alpha", true)
 	batch("change made while attached")
 
+	// The client drops its stream: the edge notices, a change meanwhile is
+	// pending, and the next stream (not a conflict) gets it.
+	resp.Body.Close()
+	eventually(t, 5*time.Second, "the dropped stream detached", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
+	f.health("default", "alpha", false)
+	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
+	resp = rawGET(t, url, sid, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream after the first dropped: status %d", resp.StatusCode)
+	}
+	evs = readEvents(resp.Body)
+	batch("change made while the client had no stream")
+
 	req, _ := http.NewRequest(http.MethodDelete, url, nil)
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")

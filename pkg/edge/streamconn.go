@@ -1,0 +1,149 @@
+package edge
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// A standalone stream is taken over from net/http when it can be: the
+// edge hijacks the connection, writes the response head and the chunked
+// event stream itself, and lets the request goroutine go. An idle stream
+// then costs one small goroutine blocked reading the connection (to see
+// the client leave) instead of net/http's request goroutine, its
+// connection's read goroutine and their buffers: about half of what an
+// idle session held. Notifications are written by a flusher goroutine
+// started when there is something to write; it ends when nothing is left.
+// A client that stops reading blocks only its flusher, for at most
+// streamWriteTimeout per write, and its notifications merge meanwhile.
+//
+// HTTP/2 connections and HTTP/1.0 requests (no chunked encoding) keep the
+// held stream of stream.go.
+
+// chunkFrames are listFrames in chunked transfer encoding.
+var chunkFrames = func() (f [3][]byte) {
+	for i, frame := range listFrames {
+		f[i] = chunk(frame)
+	}
+	return f
+}()
+
+// chunk is data as one chunk of a chunked body.
+func chunk(data []byte) []byte {
+	return fmt.Appendf(nil, "%x\r\n%s\r\n", len(data), data)
+}
+
+// takeOver serves s's standalone stream on a hijacked connection. It
+// reports false, having written nothing, when r's connection cannot be
+// taken over.
+func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool {
+	if !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
+		return false
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	if brw.Reader.Buffered() > 0 {
+		// The client sent more after its GET (pipelining): a request the
+		// edge would have to answer after an endless one. Refuse it.
+		conn.Close()
+		return true
+	}
+	head := "HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: keep-alive\r\n" +
+		"Content-Type: text/event-stream\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) +
+		"\r\nTransfer-Encoding: chunked\r\n\r\n"
+	// A comment, so that proxies forward the head at once (as the go-sdk
+	// does, its issue #410).
+	st := &sessionStream{e: e, conn: conn}
+	if st.write(append([]byte(head), chunk([]byte(": ok\n\n"))...)) != nil {
+		conn.Close()
+		return true
+	}
+	if !e.attachConn(s, st) { // raced with another GET or the end
+		conn.Close()
+	}
+	return true
+}
+
+// attachConn makes st, whose response head is written, s's stream and
+// sends what is pending. It reports false if s ended or has a stream.
+func (e *Edge) attachConn(s *session, st *sessionStream) bool {
+	s.mu.Lock()
+	if s.ended || s.stream != nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.stream = st
+	e.m.streams.Inc()
+	e.wg.Go(func() { e.readConn(s, st) })
+	s.mu.Unlock()
+	e.streamAttached(s)
+	s.mu.Lock()
+	if s.pending != 0 {
+		s.wakeLocked()
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// write writes b to the connection within streamWriteTimeout.
+func (st *sessionStream) write(b []byte) error {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_, err := st.conn.Write(b)
+	return err
+}
+
+// readConn reads the connection until the client closes it (or the edge
+// does), then detaches the stream. What the client sends is discarded.
+func (e *Edge) readConn(s *session, st *sessionStream) {
+	var buf [64]byte
+	for {
+		if _, err := st.conn.Read(buf[:]); err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	if s.stream == st {
+		s.stream = nil
+	}
+	s.mu.Unlock()
+	st.conn.Close()
+	e.m.streams.Dec()
+}
+
+// flushConn writes what is pending for s until nothing is;
+// session.wakeLocked starts it.
+func (e *Edge) flushConn(s *session, st *sessionStream) {
+	for {
+		s.mu.Lock()
+		bits := s.pending
+		if s.stream != st || s.ended || bits == 0 {
+			st.writing = false
+			s.mu.Unlock()
+			return
+		}
+		s.pending = 0
+		s.mu.Unlock()
+		if !e.writePending(s, bits, func(i int) error { return st.write(chunkFrames[i]) }) {
+			st.conn.Close() // readConn detaches the stream
+			s.mu.Lock()
+			st.writing = false
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
+// finish ends a taken-over stream: the end of the chunked body if it can
+// be written at once, then the connection is closed.
+func (st *sessionStream) finish() {
+	if st.wmu.TryLock() { // a flusher blocked on a stuck client would hold it
+		_ = st.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = st.conn.Write([]byte("0\r\n\r\n"))
+		st.wmu.Unlock()
+	}
+	st.conn.Close()
+}
