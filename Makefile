@@ -23,9 +23,11 @@ run: build
 	$(GO) build -o $(BIN)/demo ./test/demo
 	$(BIN)/demo
 
-## bench: the benchmarks whose figures the issues report.
+## bench: the benchmarks whose figures the issues report (the edge's
+## fan-out and session memory with BENCH_SESSIONS idle sessions).
+BENCH_SESSIONS ?= 5000
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./test/...
+	FLEETGATE_BENCH_SESSIONS=$(BENCH_SESSIONS) $(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./test/...
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -41,16 +44,27 @@ func benchSessions(b *testing.B) int {
 	return n
 }
 
-// BenchmarkToolCall makes the same tools/call to a demo backend directly
-// and through the edge, alternately, and reports both latencies and their
-// ratio.
+// BenchmarkToolCall makes the same tools/call to a demo backend directly,
+// through the edge and through a plain reverse proxy (httputil, on the
+// edge's backend transport), one after the other, and reports the
+// latencies and the ratios to direct. The proxy is the floor of any HTTP
+// hop on the machine: it does nothing but forward.
 func BenchmarkToolCall(b *testing.B) {
 	f := newFleet(b)
 	be := startBackend(b, "alpha", nil)
 	f.healthyBackend("default", be)
 	e := startEdge(b, f, nil)
+	target, err := url.Parse(be.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	rp.Transport = newConnTransport(http.DefaultTransport.(*http.Transport).Clone())
+	proxySrv := httptest.NewServer(rp)
+	b.Cleanup(proxySrv.Close)
 	direct := connect(b, be.URL(), "2025-11-25")
 	via := connect(b, e.MCPURL(), "2025-11-25")
+	proxied := connect(b, proxySrv.URL+target.Path, "2025-11-25")
 	ctx := context.Background()
 	args := map[string]any{"text": "bench"}
 	call := func(cs *mcp.ClientSession, name string) time.Duration {
@@ -63,25 +77,32 @@ func BenchmarkToolCall(b *testing.B) {
 		return d
 	}
 	call(via.cs, "alpha_echo") // the edge's pooled backend session is made lazily
-	var ds, es []time.Duration
+	var ds, es, ps []time.Duration
 	for b.Loop() {
 		ds = append(ds, call(direct.cs, "echo"))
 		es = append(es, call(via.cs, "alpha_echo"))
+		ps = append(ps, call(proxied.cs, "echo"))
 	}
-	slices.Sort(ds)
-	slices.Sort(es)
-	var sumD, sumE time.Duration
-	for i := range ds {
-		sumD += ds[i]
-		sumE += es[i]
+	rate := func(d []time.Duration) float64 {
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		return float64(len(d)) / sum.Seconds()
 	}
-	b.ReportMetric(float64(percentile(ds, 0.5).Microseconds()), "direct-p50-µs")
+	for _, d := range [][]time.Duration{ds, es, ps} {
+		slices.Sort(d)
+	}
+	p50 := func(d []time.Duration) float64 { return float64(percentile(d, 0.5).Microseconds()) }
+	b.ReportMetric(p50(ds), "direct-p50-µs")
 	b.ReportMetric(float64(percentile(ds, 0.99).Microseconds()), "direct-p99-µs")
-	b.ReportMetric(float64(percentile(es, 0.5).Microseconds()), "edge-p50-µs")
+	b.ReportMetric(p50(es), "edge-p50-µs")
 	b.ReportMetric(float64(percentile(es, 0.99).Microseconds()), "edge-p99-µs")
-	b.ReportMetric(float64(len(ds))/sumD.Seconds(), "direct-calls/s")
-	b.ReportMetric(float64(len(es))/sumE.Seconds(), "edge-calls/s")
-	b.ReportMetric(float64(percentile(es, 0.5))/float64(percentile(ds, 0.5)), "p50-ratio")
+	b.ReportMetric(p50(ps), "proxy-p50-µs")
+	b.ReportMetric(rate(ds), "direct-calls/s")
+	b.ReportMetric(rate(es), "edge-calls/s")
+	b.ReportMetric(p50(es)/p50(ds), "p50-ratio")
+	b.ReportMetric(p50(ps)/p50(ds), "proxy-p50-ratio")
 }
 
 // clientFleet is a child process holding n idle go-sdk client sessions on

@@ -58,7 +58,11 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 		}
 		return restore()
 	}
-	if !s.live() { // ended: the go-sdk answers 404
+	var ss *mcp.ServerSession
+	for x := range s.srv.Sessions() {
+		ss = x
+	}
+	if ss == nil { // ended: the go-sdk answers 404
 		return restore()
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -72,10 +76,7 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 		cancel()
 	}()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.name, Arguments: msg.args},
-		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
-	for ss := range s.srv.Sessions() {
-		req.Session = ss
-	}
+		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
 	reply, err := e.answerCall(ctx, s, req)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
