@@ -61,7 +61,8 @@
 // stateless go-sdk handler: each subscriptions/listen stream gets its own
 // session server for as long as it is open (it receives list_changed),
 // other requests share one server. Older requests go to a stateful handler
-// (Mcp-Session-Id sessions, standalone GET stream for notifications).
+// (Mcp-Session-Id sessions), except their standalone GET stream, which the
+// edge serves (stream.go, streamconn.go).
 //
 // # Backends
 //
@@ -82,9 +83,18 @@
 // Options.SessionTimeout, the edge answers the client itself with an
 // application/json response, running the same call trail and routing as
 // the session's middleware. notifications/cancelled cancels such a call.
-// Everything else (and any request the fast path does not recognise
-// exactly) goes through the go-sdk, whose decoder allocates tens of KB per
-// message.
+// The request and the backend's response are parsed with fastjson (exact
+// member names, nothing unexpected), and a backend result of the common
+// shape is validated and passed to the client as it came; any other is
+// decoded and re-encoded. Everything else (and any request the fast path
+// does not recognise exactly) goes through the go-sdk, whose decoder
+// allocates tens of KB per message.
+//
+// The edge's default backend client makes plain-HTTP exchanges on the
+// caller's goroutine over pooled keep-alive connections (conntransport.go):
+// net/http's Transport hands each exchange to two goroutines of the
+// connection, which on a busy machine cost more than the rest of the hop.
+// Options.BackendHTTPClient replaces it.
 //
 // A session is forgotten when its client deletes it, and otherwise by a
 // sweep (once a second) that finds its go-sdk session ended: no goroutine
