@@ -147,6 +147,7 @@ type Edge struct {
 	// current (it may be newer than the view's own generation).
 	confirmed atomic.Uint64
 	ready     atomic.Bool
+	closing   atomic.Bool  // shutdown began: no stream attaches any more
 	inflight  atomic.Int64 // forwarded calls in progress
 
 	// fastCalls holds the cancel functions of the calls Edge.fastCall is
@@ -292,6 +293,7 @@ func (e *Edge) shutdown(srv *http.Server) {
 		}
 	}
 	tick.Stop()
+	e.closing.Store(true) // before the snapshot: see Edge.claim
 	e.mu.Lock()
 	all := make([]*session, 0, len(e.sessions))
 	for _, s := range e.sessions {

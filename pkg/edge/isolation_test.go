@@ -117,9 +117,11 @@ func stuckConnStream(t *testing.T, e *Edge) *session {
 	s := e.newSession("stuck-conn", kindSession, "2025-11-25")
 	e.open(s)
 	server, client := net.Pipe()
-	if !e.attachConn(s, &sessionStream{e: e, conn: server}) {
-		t.Fatal("stream not attached")
+	st := &sessionStream{e: e, conn: server}
+	if code, msg := e.claim(s, st); code != 0 {
+		t.Fatalf("stream not attached: %d %s", code, msg)
 	}
+	e.startConn(s, st)
 	t.Cleanup(func() { client.Close(); e.forget(s) })
 	return s
 }

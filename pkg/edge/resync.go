@@ -129,10 +129,10 @@ func (e *Edge) resync(st *events.State) bool {
 	return true
 }
 
-// fanOut runs f on every session with one worker per CPU. f only changes
-// the session's registry; the go-sdk sends each session's notification
-// from that session's own timer, so a client that does not read delays
-// nobody else.
+// fanOut runs f on every session with one worker per CPU. f only marks
+// what is owed and wakes the session's writer (its stream's goroutine or
+// flusher, or the go-sdk's timer of a listen session), so a client that
+// does not read delays nobody else.
 func (e *Edge) fanOut(targets []*session, f func(*session)) {
 	workers := min(runtime.GOMAXPROCS(0), len(targets))
 	if workers <= 1 {

@@ -59,10 +59,11 @@ var listFrames = func() (f [3][]byte) {
 type sessionStream struct {
 	wake chan struct{}
 
-	e       *Edge
-	conn    net.Conn
-	wmu     sync.Mutex // serializes writes to conn
-	writing bool       // a flusher runs; guarded by the session's mu
+	e        *Edge
+	conn     net.Conn
+	wmu      sync.Mutex // serializes writes to conn
+	finished bool       // the body's end was written; guarded by wmu
+	writing  bool       // a flusher runs (or the head is being written); guarded by the session's mu
 }
 
 // bits is the pending bits of a change.
@@ -160,14 +161,10 @@ func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	st := &sessionStream{wake: make(chan struct{}, 1)}
-	s.mu.Lock()
-	if s.ended || s.stream != nil { // raced with another GET or the end
-		s.mu.Unlock()
-		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
+	if code, msg := e.claim(s, st); code != 0 { // raced with another GET or the end
+		http.Error(w, msg, code)
 		return
 	}
-	s.stream = st
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		if s.stream == st {
@@ -252,6 +249,7 @@ func (e *Edge) writePending(s *session, bits uint8, write func(int) error) bool 
 			}
 			s.mu.Lock()
 			s.pending |= bits
+			s.wakeLocked() // a stream attached meanwhile sends them
 			s.mu.Unlock()
 			return false
 		}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 )
@@ -44,53 +45,92 @@ func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool
 	if err != nil {
 		return false
 	}
+	st := &sessionStream{e: e, conn: conn}
 	if brw.Reader.Buffered() > 0 {
 		// The client sent more after its GET (pipelining): a request the
-		// edge would have to answer after an endless one. Refuse it.
-		conn.Close()
+		// edge would have to answer after an endless one.
+		st.refuse(http.StatusBadRequest, "no request may follow a stream's GET on its connection")
 		return true
 	}
-	head := "HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: keep-alive\r\n" +
+	// The stream is claimed before its head is written, so that a second
+	// GET arriving as soon as the client sees the head is refused (409),
+	// and held (wmu, writing) so that nothing is written before the head.
+	st.wmu.Lock()
+	st.writing = true
+	if code, msg := e.claim(s, st); code != 0 {
+		st.wmu.Unlock()
+		st.refuse(code, msg)
+		return true
+	}
+	head := "HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: close\r\n" +
 		"Content-Type: text/event-stream\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) +
 		"\r\nTransfer-Encoding: chunked\r\n\r\n"
 	// A comment, so that proxies forward the head at once (as the go-sdk
 	// does, its issue #410).
-	st := &sessionStream{e: e, conn: conn}
-	if st.write(append([]byte(head), chunk([]byte(": ok\n\n"))...)) != nil {
-		conn.Close()
-		return true
-	}
-	if !e.attachConn(s, st) { // raced with another GET or the end
-		conn.Close()
+	err = st.writeLocked(append([]byte(head), chunk([]byte(": ok\n\n"))...))
+	st.wmu.Unlock()
+	e.startConn(s, st)
+	if err != nil {
+		conn.Close() // readConn detaches the stream
 	}
 	return true
 }
 
-// attachConn makes st, whose response head is written, s's stream and
-// sends what is pending. It reports false if s ended or has a stream.
-func (e *Edge) attachConn(s *session, st *sessionStream) bool {
-	s.mu.Lock()
-	if s.ended || s.stream != nil {
-		s.mu.Unlock()
-		return false
-	}
-	s.stream = st
+// startConn starts the reader of st, a claimed stream whose head is
+// written, and sends what is pending.
+func (e *Edge) startConn(s *session, st *sessionStream) {
 	e.m.streams.Inc()
 	e.wg.Go(func() { e.readConn(s, st) })
-	s.mu.Unlock()
 	e.streamAttached(s)
 	s.mu.Lock()
+	st.writing = false
 	if s.pending != 0 {
 		s.wakeLocked()
 	}
 	s.mu.Unlock()
-	return true
+}
+
+// claim makes st s's stream. It returns the status to refuse the GET with
+// when s ended or has a stream, or the edge is shutting down; 0 when st
+// is attached.
+func (e *Edge) claim(s *session, st *sessionStream) (code int, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.ended:
+		return http.StatusNotFound, "session not found"
+	case s.stream != nil:
+		return http.StatusConflict, "stream ID conflicts with ongoing stream"
+	case e.closing.Load():
+		// Checked after the session was registered: shutdown either saw
+		// it (and ends it) or raised closing first.
+		return http.StatusServiceUnavailable, "edge shutting down"
+	}
+	s.stream = st
+	return 0, ""
+}
+
+// refuse answers the hijacked GET with an error and closes the connection.
+func (st *sessionStream) refuse(code int, msg string) {
+	body := msg + "\n"
+	_ = st.write(fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"+
+		"X-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		code, http.StatusText(code), len(body), body))
+	st.conn.Close()
 }
 
 // write writes b to the connection within streamWriteTimeout.
 func (st *sessionStream) write(b []byte) error {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
+	return st.writeLocked(b)
+}
+
+// writeLocked is write with wmu held. Nothing is written after finish.
+func (st *sessionStream) writeLocked(b []byte) error {
+	if st.finished {
+		return net.ErrClosed
+	}
 	_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	_, err := st.conn.Write(b)
 	return err
@@ -141,8 +181,11 @@ func (e *Edge) flushConn(s *session, st *sessionStream) {
 // be written at once, then the connection is closed.
 func (st *sessionStream) finish() {
 	if st.wmu.TryLock() { // a flusher blocked on a stuck client would hold it
-		_ = st.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = st.conn.Write([]byte("0\r\n\r\n"))
+		if !st.finished {
+			_ = st.conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = st.conn.Write([]byte("0\r\n\r\n"))
+		}
+		st.finished = true
 		st.wmu.Unlock()
 	}
 	st.conn.Close()
