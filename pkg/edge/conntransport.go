@@ -2,12 +2,14 @@ package edge
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -61,13 +63,13 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
-	addr := hostPort(req.URL.Host)
+	addr := hostPort(req.URL)
 	bc, err := t.conn(ctx, addr)
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errUndelivered, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = bc.conn.SetDeadline(cutDeadline) })
 	fail := func(err error) (*http.Response, error) {
@@ -78,11 +80,12 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	// A request not written whole cannot have been taken by the backend.
 	if err := req.Write(bc.bw); err != nil {
-		return fail(fmt.Errorf("write request: %w", err))
+		return fail(fmt.Errorf("%w: write request: %w", errUndelivered, err))
 	}
 	if err := bc.bw.Flush(); err != nil {
-		return fail(fmt.Errorf("write request: %w", err))
+		return fail(fmt.Errorf("%w: write request: %w", errUndelivered, err))
 	}
 	var resp *http.Response
 	for {
@@ -109,13 +112,16 @@ func (t *connTransport) proxied(req *http.Request) bool {
 	return err != nil || u != nil
 }
 
-// hostPort is host with the default HTTP port when it names none.
-func hostPort(host string) string {
-	if _, _, err := net.SplitHostPort(host); err == nil {
-		return host
-	}
-	return net.JoinHostPort(host, "80")
+// hostPort is u's host and port, the default HTTP port when it names none.
+func hostPort(u *url.URL) string {
+	return net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "80"))
 }
+
+// errUndelivered marks the errors of exchanges whose request the backend
+// cannot have received (no connection, or the request not written whole):
+// they may be sent again. An exchange that fails later (no response, or a
+// cut one) may have run on the backend, so it is not marked.
+var errUndelivered = errors.New("request not delivered")
 
 // conn returns an idle connection to addr that is still open, or a new one.
 func (t *connTransport) conn(ctx context.Context, addr string) (*wireConn, error) {
@@ -140,17 +146,38 @@ func (t *connTransport) conn(ctx context.Context, addr string) (*wireConn, error
 }
 
 // put makes bc idle, or closes it when the pool for addr is full or the
-// transport closed.
+// transport closed. Idle connections past idleTimeout (the oldest, at the
+// front: conn takes the newest) are closed on the way.
 func (t *connTransport) put(addr string, bc *wireConn) {
 	bc.idleAt = time.Now()
+	var stale []*wireConn
 	t.mu.Lock()
-	if t.closed || len(t.idle[addr]) >= t.maxIdle {
+	list := t.idle[addr]
+	n := 0
+	for n < len(list) && bc.idleAt.Sub(list[n].idleAt) >= t.idleTimeout {
+		n++
+	}
+	stale, list = list[:n:n], list[n:]
+	if t.closed || len(list) >= t.maxIdle {
+		t.idle[addr] = list
 		t.mu.Unlock()
 		bc.conn.Close()
-		return
+	} else {
+		t.idle[addr] = append(list, bc)
+		t.mu.Unlock()
 	}
-	t.idle[addr] = append(t.idle[addr], bc)
+	for _, c := range stale {
+		c.conn.Close()
+	}
+}
+
+// Close closes the idle connections and makes every connection close when
+// its exchange ends.
+func (t *connTransport) Close() {
+	t.mu.Lock()
+	t.closed = true
 	t.mu.Unlock()
+	t.CloseIdleConnections()
 }
 
 // CloseIdleConnections closes the idle connections (http.Client calls it).
@@ -179,16 +206,17 @@ type connBody struct {
 	stop     func() bool
 	reusable bool
 
+	rmu  sync.Mutex // held while body is read
 	mu   sync.Mutex
 	done bool
 }
 
 func (b *connBody) Read(p []byte) (int, error) {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
 	n, err := b.body.Read(p)
-	if err == io.EOF {
-		b.finish(true)
-	} else if err != nil {
-		b.finish(false)
+	if err != nil {
+		b.finish(err == io.EOF)
 	}
 	return n, err
 }
@@ -206,6 +234,12 @@ const (
 // (drainLimit, drainWait); if its end is not found the connection is
 // closed.
 func (b *connBody) Close() error {
+	if !b.rmu.TryLock() {
+		// A Read is in progress (Close aborts it): cut the connection.
+		b.finish(false)
+		return nil
+	}
+	defer b.rmu.Unlock()
 	b.mu.Lock()
 	done := b.done
 	b.mu.Unlock()

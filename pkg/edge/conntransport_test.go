@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,15 +21,18 @@ import (
 // accepted.
 type countingServer struct {
 	*httptest.Server
-	conns atomic.Int64
+	conns, closed atomic.Int64
 }
 
 func newCountingServer(t *testing.T, h http.HandlerFunc) *countingServer {
 	cs := &countingServer{}
 	cs.Server = httptest.NewUnstartedServer(h)
 	cs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
+		switch s {
+		case http.StateNew:
 			cs.conns.Add(1)
+		case http.StateClosed:
+			cs.closed.Add(1)
 		}
 	}
 	cs.Start()
@@ -297,4 +301,65 @@ func TestConnTransportHTTPSFallback(t *testing.T) {
 	if got := readAll(t, resp); got != "POST tls" {
 		t.Fatalf("body %q", got)
 	}
+}
+
+// Only a request the backend cannot have received is marked undelivered
+// (and so retried): not one whose response never came.
+func TestConnTransportDelivery(t *testing.T) {
+	rt := newConnTransport(http.DefaultTransport.(*http.Transport).Clone())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := post(t, rt, context.Background(), "http://"+addr+"/mcp", "{}"); !errors.Is(err, errUndelivered) {
+		t.Fatalf("refused connection: %v, want errUndelivered", err)
+	}
+	var got atomic.Int64
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		got.Add(1)
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Close() // took the request, answered nothing
+	})
+	_, err = post(t, rt, context.Background(), srv.URL, "{}")
+	if err == nil || errors.Is(err, errUndelivered) || got.Load() != 1 {
+		t.Fatalf("request taken, no response: %v (received %d), want an error not marked undelivered", err, got.Load())
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:9/mcp": "127.0.0.1:9", "http://example.com/mcp": "example.com:80",
+		"http://[::1]/mcp": "[::1]:80", "http://[::1]:8080/": "[::1]:8080",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostPort(u); got != want {
+			t.Errorf("hostPort(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// Idle connections past idleTimeout are not reused but closed, and Close
+// closes the idle ones.
+func TestConnTransportIdleConnections(t *testing.T) {
+	srv := newCountingServer(t, echoHandler)
+	rt := newConnTransport(http.DefaultTransport.(*http.Transport).Clone())
+	rt.idleTimeout = time.Nanosecond
+	for range 2 {
+		resp, err := post(t, rt, context.Background(), srv.URL, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (the idle one expired)", n)
+	}
+	rt.Close()
+	eventually(t, 5*time.Second, "idle connections closed", func() bool { return srv.closed.Load() == 2 })
 }

@@ -293,10 +293,12 @@ func (p *pool) post(ctx context.Context, url, sid string, body []byte) (*http.Re
 		resp, err = p.http.Do(req)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			// As the go-sdk client does ("rejected by transport"): a
-			// failed exchange, e.g. on a keep-alive connection a restarted
-			// backend closed, counts as not delivered.
+		// The edge's own transport tells a request the backend cannot
+		// have received (retried on a new session) from one it may have
+		// run (not retried). Another client cannot tell: as the go-sdk
+		// client does ("rejected by transport"), any failed exchange
+		// counts as not delivered.
+		if ctx.Err() == nil && (p.direct == nil || errors.Is(err, errUndelivered)) {
 			return nil, fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		return nil, err
@@ -311,14 +313,14 @@ func (p *pool) cancelled(ctx context.Context, url, sid, id string) {
 	if err != nil {
 		return
 	}
-	go func() {
-		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	p.bg.Go(func() {
+		nctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
 		defer cancel()
 		if resp, err := p.post(nctx, url, sid, body); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
 		}
-	}()
+	})
 }
 
 // readResponse finds the response to id in an application/json body (one

@@ -26,6 +26,11 @@ type pool struct {
 	m       *metrics
 	ids     atomic.Uint64 // ids of raw requests (forward.go)
 
+	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
+	bg   sync.WaitGroup
+	ctx  context.Context
+	stop context.CancelFunc
+
 	mu    sync.Mutex
 	conns map[string]*backendConn
 }
@@ -48,6 +53,7 @@ func newPool(hc *http.Client, timeout time.Duration, m *metrics) *pool {
 		m:       m,
 		conns:   map[string]*backendConn{},
 	}
+	p.ctx, p.stop = context.WithCancel(context.Background())
 	if ct, ok := hc.Transport.(*connTransport); ok && hc.Jar == nil && hc.CheckRedirect == nil && hc.Timeout == 0 {
 		p.direct = ct
 	}
@@ -85,12 +91,19 @@ func (p *pool) prune(keep func(name, url string) bool) {
 
 // closeAll closes every pooled session.
 func (p *pool) closeAll() {
+	p.stop()
+	p.bg.Wait()
 	p.mu.Lock()
 	conns := p.conns
 	p.conns = map[string]*backendConn{}
 	p.mu.Unlock()
 	for _, c := range conns {
 		c.close()
+	}
+	if ct, ok := p.http.Transport.(*connTransport); ok {
+		ct.Close()
+	} else {
+		p.http.CloseIdleConnections()
 	}
 }
 
