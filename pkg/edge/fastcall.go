@@ -138,18 +138,13 @@ func fastKey(sid string, id json.RawMessage) string { return sid + "\x00" + stri
 // response kinds accepted, no resumption, and a Host its DNS-rebinding
 // protection lets through.
 func fastHeaders(r *http.Request, version string) bool {
-	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || r.Header.Get("Last-Event-ID") != "" {
+	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
 	}
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		return false
 	}
-	var jsonOK, streamOK bool
-	for _, a := range r.Header.Values("Accept") {
-		jsonOK = jsonOK || strings.Contains(a, "application/json")
-		streamOK = streamOK || strings.Contains(a, "text/event-stream")
-	}
-	if !jsonOK || !streamOK {
+	if jsonOK, streamOK := accepts(r); !jsonOK || !streamOK {
 		return false
 	}
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopback(la.String()) {
@@ -190,6 +185,11 @@ type fastMessage struct {
 func parseFastMessage(data []byte) (fastMessage, bool) {
 	var m fastMessage
 	if !bytes.Contains(data, []byte(`"tools/call"`)) && !bytes.Contains(data, []byte(`"notifications/cancelled"`)) {
+		return m, false
+	}
+	// fastjson's parser takes some invalid JSON (NaN, 007, raw control
+	// characters); its validator does not.
+	if fastjson.ValidateBytes(data) != nil {
 		return m, false
 	}
 	p := fastParsers.Get()
@@ -276,7 +276,7 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 var fastParsers fastjson.ParserPool
 
 // validID reports whether id is a JSON-RPC request id: a string or an
-// integer.
+// integer (as JSON writes it: no leading zeros, no fraction or exponent).
 func validID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
@@ -285,8 +285,12 @@ func validID(id json.RawMessage) bool {
 		var s string
 		return json.Unmarshal(id, &s) == nil
 	}
-	for i, c := range id {
-		if !(c >= '0' && c <= '9' || c == '-' && i == 0) {
+	digits := strings.TrimPrefix(string(id), "-")
+	if digits == "" || len(digits) > 1 && digits[0] == '0' || string(id) == "-0" {
+		return false // -0 is left to the go-sdk, which reads ids as integers
+	}
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}

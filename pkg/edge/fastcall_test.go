@@ -245,3 +245,42 @@ func TestRawCall(t *testing.T) {
 		t.Fatalf("garbage: %v", err)
 	}
 }
+
+// Invalid JSON that fastjson's parser alone would take, ids JSON does not
+// write, and results the fast path must not pass through as they came.
+func TestFastPathStrictness(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":NaN}}}`,
+		`{"jsonrpc":"2.0","id":007,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"a"}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\x01\"}}",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}`,
+	} {
+		if _, ok := parseFastMessage([]byte(body)); ok {
+			t.Errorf("parseFastMessage took %q", body)
+		}
+	}
+	for raw, plain := range map[string]bool{
+		`{"content":[{"type":"text","text":"hi"}],"isError":false}`:            true,
+		`{"content":[{"type":"text","text":"hi","_meta":{}}],"_meta":{"a":1}}`: true,
+		`{"structuredContent":{"n":NaN},"content":[]}`:                         false,
+		`{"Content":[{"Type":"text","Text":"boom"}],"IsError":true}`:           false,
+		`{"content":[{"type":"text","text":"x","type":"image"}]}`:              false,
+		`{"content":[],"content":[{"type":"text","text":"x"}]}`:                false,
+		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`:  false,
+	} {
+		if got := plainToolResult(json.RawMessage(raw)); got != plain {
+			t.Errorf("plainToolResult(%s) = %v, want %v", raw, got, plain)
+		}
+	}
+	p := &pool{}
+	for _, data := range []string{
+		`{"jsonrpc":"2.0","id":"x","result":{},"result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"n":NaN}}`,
+	} {
+		if _, err := p.findResponse(context.Background(), []byte(data), "", "", "x"); err == nil {
+			t.Errorf("findResponse took %s", data)
+		}
+	}
+}

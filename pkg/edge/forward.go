@@ -67,23 +67,25 @@ func (p *pool) callTool(ctx context.Context, backend, url, name string, args jso
 		if plainToolResult(raw) {
 			return toolReply{raw: raw}, nil // decoded when needed
 		}
+		// Another shape is decoded (validated) and sent re-encoded, as the
+		// go-sdk path would: encoding/json is lenient about member names.
 		res, err := decodeToolResult(raw)
 		if err != nil {
 			return toolReply{}, fmt.Errorf("decode result: %w", err)
 		}
-		return toolReply{raw: raw, res: res}, nil
+		return toolReply{res: res}, nil
 	})
 }
 
-// toolReply is a tools/call result: as a backend sent it (raw), or the
-// edge's own (raw nil).
+// toolReply is a tools/call result: a plain one as the backend sent it
+// (raw), or a value (res; raw nil).
 type toolReply struct {
 	raw json.RawMessage
 	res *mcp.CallToolResult // nil until decoded
 }
 
 // decoded is the result as a value. A raw result was validated when it
-// arrived (plainToolResult or decodeToolResult), so it decodes.
+// arrived (plainToolResult), so it decodes.
 func (r *toolReply) decoded() *mcp.CallToolResult {
 	if r.res == nil {
 		res, err := decodeToolResult(r.raw)
@@ -100,6 +102,9 @@ func (r *toolReply) decoded() *mcp.CallToolResult {
 // object of content (text items with at most _meta), structuredContent,
 // isError and _meta. Anything else is decoded (and so validated) at once.
 func plainToolResult(raw json.RawMessage) bool {
+	if fastjson.ValidateBytes(raw) != nil {
+		return false
+	}
 	p := fastParsers.Get()
 	defer fastParsers.Put(p)
 	v, err := p.ParseBytes(raw)
@@ -107,8 +112,12 @@ func plainToolResult(raw json.RawMessage) bool {
 		return false
 	}
 	ok := true
+	seen := map[string]bool{}
 	v.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
+		key := string(k)
+		ok = ok && !seen[key]
+		seen[key] = true
+		switch key {
 		case "content":
 			ok = ok && plainContent(v)
 		case "isError":
@@ -134,16 +143,21 @@ func plainContent(v *fastjson.Value) bool {
 			return false
 		}
 		ok := true
+		var seen uint8
 		o.Visit(func(k []byte, v *fastjson.Value) {
+			var bit uint8
 			switch string(k) {
 			case "type":
+				bit = 1
 			case "text":
-				ok = ok && v.Type() == fastjson.TypeString
+				bit, ok = 2, ok && v.Type() == fastjson.TypeString
 			case "_meta":
-				ok = ok && v.Type() == fastjson.TypeObject
+				bit, ok = 4, ok && v.Type() == fastjson.TypeObject
 			default:
 				ok = false
 			}
+			ok = ok && seen&bit == 0
+			seen |= bit
 		})
 		if !ok || it.Get("text") == nil {
 			return false
@@ -398,6 +412,9 @@ var errNoResponse = errors.New("response: no JSON-RPC response to the request")
 // findResponse returns the response to id among the messages of data
 // (one message or a batch).
 func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id string) (*wireMessage, error) {
+	if err := fastjson.ValidateBytes(data); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
 	fp := fastParsers.Get()
 	defer fastParsers.Put(fp)
 	v, err := fp.ParseBytes(data)
@@ -411,6 +428,9 @@ func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id strin
 	for _, m := range msgs {
 		if m.Type() != fastjson.TypeObject {
 			return nil, fmt.Errorf("decode response: a %s, not a JSON-RPC message", m.Type())
+		}
+		if dup := duplicateMember(m.GetObject()); dup != "" {
+			return nil, fmt.Errorf("decode response: member %q twice", dup)
 		}
 		if method := m.Get("method"); method != nil {
 			if reqID := m.Get("id"); reqID != nil {
@@ -434,6 +454,19 @@ func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id strin
 		return msg, nil
 	}
 	return nil, errNoResponse
+}
+
+// duplicateMember returns a member name o has twice, or "".
+func duplicateMember(o *fastjson.Object) string {
+	var dup string
+	seen := make(map[string]bool, o.Len())
+	o.Visit(func(k []byte, _ *fastjson.Value) {
+		if seen[string(k)] && dup == "" {
+			dup = string(k)
+		}
+		seen[string(k)] = true
+	})
+	return dup
 }
 
 // refuse answers a backend's request with method-not-found.

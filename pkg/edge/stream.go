@@ -130,16 +130,27 @@ func ownsStream(r *http.Request, s *session) bool {
 
 // acceptsEventStream is the go-sdk's Accept check for a GET.
 func acceptsEventStream(r *http.Request) bool {
+	_, stream := accepts(r)
+	return stream
+}
+
+// accepts is the go-sdk's reading of the Accept headers: whether they
+// take JSON and event streams.
+func accepts(r *http.Request) (jsonOK, streamOK bool) {
 	for _, v := range r.Header.Values("Accept") {
 		for raw := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "text/event-stream", "text/*", "*/*":
-				return true
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
 			}
 		}
 	}
-	return false
+	return jsonOK, streamOK
 }
 
 // serveStream serves s's standalone GET stream until the client goes, the
