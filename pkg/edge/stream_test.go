@@ -2,6 +2,8 @@ package edge
 
 import (
 	"bufio"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -164,4 +166,38 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 		t.Fatalf("event %q after DELETE, want the stream to end", ev)
 	}
 	eventually(t, 5*time.Second, "no stream open", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
+}
+
+// An HTTP/1.0 GET (no chunked encoding) cannot be taken over: the request
+// goroutine holds the stream, and it carries list_changed all the same.
+func TestStandaloneStreamHeld(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	sid := rawInitialize(t, e.MCPURL(), "")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.MCPURL(), "/mcp"), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n", sid)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("status %d, transfer encoding %v: want 200, not chunked", resp.StatusCode, resp.TransferEncoding)
+	}
+	eventually(t, 5*time.Second, "stream attached", func() bool { return testutil.ToFloat64(e.m.streams) == 1 })
+	evs := readEvents(resp.Body)
+	f.health("default", "alpha", false)
+	for {
+		ev, ok := nextEvent(t, evs, 5*time.Second)
+		if !ok {
+			t.Fatal("stream ended before the tools list_changed")
+		}
+		if strings.Contains(ev, toolsChanged) {
+			return
+		}
+	}
 }
