@@ -143,7 +143,8 @@ func startClientFleet(b *testing.B, url string, n int) *clientFleet {
 
 // TestHelperClientFleet is the child process of startClientFleet; it does
 // nothing in a normal test run. FLEETGATE_BENCH_CLIENT=sdk makes its
-// sessions go-sdk clients; the default, raw, makes them minimal HTTP
+// sessions go-sdk clients (sdk-listen: of protocol 2026-07-28, notified
+// on subscriptions/listen streams); the default, raw, makes them minimal HTTP
 // clients (initialize, initialized, a GET stream read line by line), so
 // that the figures measure the edge rather than the go-sdk client.
 func TestHelperClientFleet(t *testing.T) {
@@ -162,8 +163,11 @@ func TestHelperClientFleet(t *testing.T) {
 		mu.Unlock()
 	}
 	open := openRawSession
-	if os.Getenv("FLEETGATE_BENCH_CLIENT") == "sdk" {
-		open = openSDKSession
+	switch os.Getenv("FLEETGATE_BENCH_CLIENT") {
+	case "sdk":
+		open = func(url string, notified func()) (func(), error) { return openSDKSession(url, "2025-11-25", notified) }
+	case "sdk-listen":
+		open = func(url string, notified func()) (func(), error) { return openSDKSession(url, "", notified) }
 	}
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
@@ -193,11 +197,14 @@ func TestHelperClientFleet(t *testing.T) {
 	wg.Wait()
 }
 
-func openSDKSession(url string, notified func()) (func(), error) {
+// openSDKSession opens a go-sdk client session of protocol version ("":
+// the go-sdk's default, 2026-07-28, whose list_changed rides a
+// subscriptions/listen stream).
+func openSDKSession(url, version string, notified func()) (func(), error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "fleet"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { notified() }})
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err
 	}
