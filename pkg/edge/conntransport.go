@@ -53,6 +53,9 @@ func newConnTransport(fallback http.RoundTripper) *connTransport {
 		idle:   map[string][]*wireConn{}}
 }
 
+// maxInterim bounds the 1xx responses read before a response.
+const maxInterim = 5
+
 // cutDeadline is a deadline in the past: it makes every pending and later
 // read and write of a connection fail at once.
 var cutDeadline = time.Unix(1, 0)
@@ -88,14 +91,17 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return fail(fmt.Errorf("%w: write request: %w", errUndelivered, err))
 	}
 	var resp *http.Response
-	for {
+	for interim := 0; ; interim++ {
 		if resp, err = http.ReadResponse(bc.br, req); err != nil {
 			return fail(fmt.Errorf("read response: %w", err))
 		}
-		// An interim 1xx response precedes the real one (101 switches
-		// protocols: not asked for here, so an error).
+		// Interim 1xx responses precede the real one (a few at most; 101
+		// switches protocols: not asked for here, so an error).
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
+		}
+		if interim == maxInterim {
+			return fail(fmt.Errorf("read response: more than %d interim responses", maxInterim))
 		}
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {

@@ -294,22 +294,28 @@ func (e *Edge) shutdown(srv *http.Server) {
 	}
 	tick.Stop()
 	e.closing.Store(true) // before the snapshot: see Edge.claim
-	e.mu.Lock()
-	all := make([]*session, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		all = append(all, s)
-	}
-	e.mu.Unlock()
 	// A session whose client stopped reading cannot finish closing until
 	// its connection is cut: close them all concurrently, then cut the
 	// connections that are left and wait for the closes to finish.
 	var closing sync.WaitGroup
-	for _, s := range all {
-		closing.Go(s.close)
+	closed := map[*session]bool{}
+	closeNew := func() {
+		e.mu.Lock()
+		for _, s := range e.sessions {
+			if !closed[s] {
+				closed[s] = true
+				closing.Go(s.close)
+			}
+		}
+		e.mu.Unlock()
 	}
+	closeNew()
 	if err := <-done; err != nil {
 		_ = srv.Close()
 	}
+	// Requests still running then (a session being rebuilt from its
+	// record, say) may have registered sessions since: end those too.
+	closeNew()
 	closing.Wait()
 	e.pool.closeAll()
 }
