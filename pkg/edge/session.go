@@ -43,6 +43,7 @@ type session struct {
 	pending uint8
 	ended   bool
 	stream  *sessionStream
+	subs    uint8 // a listen stream the edge serves (srv nil): the kinds it subscribed to
 	// A 2026-07-28 listen session is notified through the go-sdk instead:
 	// notified records, per list_changed method, the served value the
 	// last notification of that method was sent for; sending, the methods
@@ -122,8 +123,11 @@ func (s *session) apply(next *served, c change, eventTime time.Time) (merged boo
 	if !eventTime.IsZero() {
 		s.since.CompareAndSwap(0, eventTime.UnixNano())
 	}
-	if s.kind == kindSession {
+	if s.kind == kindSession || s.srv == nil {
 		bits := c.bits()
+		if s.srv == nil {
+			bits &= s.subs
+		}
 		merged = s.stream != nil && s.pending&bits != 0 // the previous one is still being written
 		s.pending |= bits
 		s.wakeLocked()
@@ -152,7 +156,7 @@ func (s *session) apply(next *served, c change, eventTime time.Time) (merged boo
 func (s *session) refill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.marker && s.kind == kindListen {
+	if !s.marker && s.kind == kindListen && s.srv != nil {
 		s.srv.AddTool(markerTool, nil)
 		s.marker = true
 	}
@@ -170,6 +174,9 @@ var (
 // close ends the session's go-sdk sessions and its standalone stream.
 func (s *session) close() {
 	s.end()
+	if s.srv == nil {
+		return // a listen stream the edge serves: the stream was all
+	}
 	for ss := range s.srv.Sessions() {
 		_ = ss.Close()
 	}
@@ -240,6 +247,9 @@ func (e *Edge) track(s *session) {
 
 // live reports whether s's server still has a go-sdk session.
 func (s *session) live() bool {
+	if s.srv == nil {
+		return s.stream != nil
+	}
 	for range s.srv.Sessions() {
 		return true
 	}

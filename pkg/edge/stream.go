@@ -60,6 +60,7 @@ type sessionStream struct {
 	wake chan struct{}
 
 	e        *Edge
+	frames   *[3][]byte // the list_changed chunks; nil: chunkFrames
 	conn     net.Conn
 	wmu      sync.Mutex // serializes writes to conn
 	finished bool       // the body's end was written; guarded by wmu
@@ -251,7 +252,8 @@ func (e *Edge) writePending(s *session, bits uint8, write func(int) error) bool 
 			continue
 		}
 		var undo func()
-		if bit == pendingTools {
+		evidence := bit == pendingTools && s.kind == kindSession // a listen stream keeps none
+		if evidence {
 			undo = e.signalling(s)
 		}
 		if err := write(i); err != nil {
@@ -266,7 +268,7 @@ func (e *Edge) writePending(s *session, bits uint8, write func(int) error) bool 
 		}
 		bits &^= bit
 		e.m.notifications.WithLabelValues(listMethods[i]).Inc()
-		if bit == pendingTools {
+		if evidence {
 			e.recs.enqueue(s)
 		}
 	}

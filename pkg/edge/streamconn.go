@@ -81,7 +81,9 @@ func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool
 func (e *Edge) startConn(s *session, st *sessionStream) {
 	e.m.streams.Inc()
 	e.wg.Go(func() { e.readConn(s, st) })
-	e.streamAttached(s)
+	if s.kind == kindSession {
+		e.streamAttached(s)
+	}
 	s.mu.Lock()
 	st.writing = false
 	if s.pending != 0 {
@@ -152,6 +154,9 @@ func (e *Edge) readConn(s *session, st *sessionStream) {
 	s.mu.Unlock()
 	st.conn.Close()
 	e.m.streams.Dec()
+	if s.kind == kindListen {
+		e.forget(s) // a listen session is its stream
+	}
 }
 
 // flushConn writes what is pending for s until nothing is;
@@ -167,7 +172,11 @@ func (e *Edge) flushConn(s *session, st *sessionStream) {
 		}
 		s.pending = 0
 		s.mu.Unlock()
-		if !e.writePending(s, bits, func(i int) error { return st.write(chunkFrames[i]) }) {
+		frames := &chunkFrames
+		if st.frames != nil {
+			frames = st.frames
+		}
+		if !e.writePending(s, bits, func(i int) error { return st.write(frames[i]) }) {
 			st.conn.Close() // readConn detaches the stream
 			s.mu.Lock()
 			st.writing = false

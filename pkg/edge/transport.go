@@ -70,6 +70,12 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 		h.ServeHTTP(w, r)
 		return
 	}
+	if body, err := io.ReadAll(r.Body); err == nil { // isListen left it in memory
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if e.takeOverListen(w, r, body) {
+			return
+		}
+	}
 	hd := &holder{id: "listen-" + rand.Text(), kind: kindListen, protocol: version}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {

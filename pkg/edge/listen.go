@@ -1,0 +1,199 @@
+package edge
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fastjson"
+)
+
+// A 2026-07-28 client hears of list changes on a subscriptions/listen
+// stream: a POST whose event stream stays open. Served by the go-sdk, each
+// such stream held a go-sdk server and session, four goroutines with deep
+// stacks and their buffers (66 KiB at 5,000 streams). The edge takes the
+// common request over, as it does a standalone GET stream (streamconn.go):
+// it answers with the acknowledgement the go-sdk sends, then with one
+// list_changed per changed kind the client subscribed to, each carrying
+// the listen request's id as the go-sdk stamps it.
+//
+// Only a request the go-sdk would take the same way is taken over: HTTP/1.1,
+// the go-sdk's header checks, exactly the members below, the protocol
+// version of the header repeated in _meta, valid client capabilities and
+// info, and list_changed subscriptions only. Anything else (resource
+// subscriptions, an empty subscription, a batch) goes to the go-sdk.
+
+// listenRequest is a subscriptions/listen request the edge takes over.
+type listenRequest struct {
+	id   json.RawMessage // the request's id, as sent
+	subs uint8           // pendingTools, pendingPrompts, pendingResources
+}
+
+// parseListen parses body as a listen request for protocol version.
+func parseListen(body []byte, version string) (listenRequest, bool) {
+	var lr listenRequest
+	if fastjson.ValidateBytes(body) != nil {
+		return lr, false
+	}
+	p := fastParsers.Get()
+	defer fastParsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return lr, false
+	}
+	top := v.GetObject()
+	if duplicateMember(top) != "" || top.Len() != 4 || string(v.GetStringBytes("jsonrpc")) != "2.0" ||
+		string(v.GetStringBytes("method")) != "subscriptions/listen" || v.Get("id") == nil {
+		return lr, false
+	}
+	if lr.id = v.Get("id").MarshalTo(nil); !validID(lr.id) {
+		return lr, false
+	}
+	params := v.Get("params")
+	if params == nil || params.Type() != fastjson.TypeObject || duplicateMember(params.GetObject()) != "" ||
+		params.GetObject().Len() != 2 || !listenMeta(params.Get("_meta"), version) {
+		return lr, false
+	}
+	subs := params.Get("notifications")
+	if subs == nil || subs.Type() != fastjson.TypeObject || duplicateMember(subs.GetObject()) != "" {
+		return lr, false
+	}
+	ok := true
+	subs.GetObject().Visit(func(k []byte, v *fastjson.Value) {
+		var bit uint8
+		switch string(k) {
+		case "toolsListChanged":
+			bit = pendingTools
+		case "promptsListChanged":
+			bit = pendingPrompts
+		case "resourcesListChanged":
+			bit = pendingResources
+		default: // resourceSubscriptions and anything else: the go-sdk's
+			ok = false
+			return
+		}
+		switch v.Type() {
+		case fastjson.TypeTrue:
+			lr.subs |= bit
+		case fastjson.TypeFalse:
+		default:
+			ok = false
+		}
+	})
+	return lr, ok && lr.subs != 0 // no subscription: the go-sdk answers at once
+}
+
+// listenMeta checks a listen request's _meta as the go-sdk does: the
+// protocol version of the header, client capabilities, and client info and
+// log level when present.
+func listenMeta(meta *fastjson.Value, version string) bool {
+	if meta == nil || meta.Type() != fastjson.TypeObject || duplicateMember(meta.GetObject()) != "" ||
+		meta.Get("io.modelcontextprotocol/protocolVersion").Type() != fastjson.TypeString ||
+		string(meta.GetStringBytes("io.modelcontextprotocol/protocolVersion")) != version {
+		return false
+	}
+	var caps mcp.ClientCapabilities
+	c := meta.Get("io.modelcontextprotocol/clientCapabilities")
+	if c == nil || c.Type() != fastjson.TypeObject || json.Unmarshal(c.MarshalTo(nil), &caps) != nil {
+		return false
+	}
+	if info := meta.Get("io.modelcontextprotocol/clientInfo"); info != nil {
+		var impl mcp.Implementation
+		if info.Type() != fastjson.TypeObject || json.Unmarshal(info.MarshalTo(nil), &impl) != nil {
+			return false
+		}
+	}
+	if level := meta.Get("io.modelcontextprotocol/logLevel"); level != nil && level.Type() != fastjson.TypeString {
+		return false
+	}
+	return true
+}
+
+// listenHeaders reports whether the go-sdk would take r's headers for a
+// listen request of the new protocol.
+func listenHeaders(r *http.Request) bool {
+	if r.Header.Get("Mcp-Protocol-Version") != newProtocol || r.Header.Get("Mcp-Method") != "subscriptions/listen" ||
+		len(r.Header.Values("Last-Event-ID")) > 0 || !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
+		return false
+	}
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		return false
+	}
+	if jsonOK, streamOK := accepts(r); !jsonOK || !streamOK {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && loopback(la.String()) {
+		return loopback(r.Host)
+	}
+	return true
+}
+
+// listenFrames are the acknowledgement and the three list_changed events
+// of a listen stream with request id, as chunks.
+func listenFrames(id json.RawMessage, subs uint8) (ack []byte, frames *[3][]byte) {
+	meta := `{"io.modelcontextprotocol/subscriptionId":` + string(id) + `}`
+	var allowed []byte
+	for i, name := range [3]string{"toolsListChanged", "promptsListChanged", "resourcesListChanged"} {
+		if subs&(1<<i) != 0 {
+			if len(allowed) > 0 {
+				allowed = append(allowed, ',')
+			}
+			allowed = append(allowed, `"`+name+`":true`...)
+		}
+	}
+	ack = chunk([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` +
+		meta + `,"notifications":{` + string(allowed) + `}}}` + "\n\n"))
+	frames = new([3][]byte)
+	for i, m := range listMethods {
+		frames[i] = chunk([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + m + `","params":{"_meta":` + meta + `}}` + "\n\n"))
+	}
+	return ack, frames
+}
+
+// takeOverListen serves the listen request body on a hijacked connection.
+// It reports false, having written nothing, when the go-sdk is to serve
+// it.
+func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !listenHeaders(r) {
+		return false
+	}
+	lr, ok := parseListen(body, newProtocol)
+	if !ok {
+		return false
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	ack, frames := listenFrames(lr.id, lr.subs)
+	st := &sessionStream{e: e, conn: conn, frames: frames}
+	if brw.Reader.Buffered() > 0 {
+		st.refuse(http.StatusBadRequest, "no request may follow a stream's request on its connection")
+		return true
+	}
+	s := &session{id: "listen-" + rand.Text(), kind: kindListen, created: time.Now().UnixNano(), subs: lr.subs}
+	protocol := newProtocol
+	s.protocol.Store(&protocol)
+	e.open(s)
+	st.wmu.Lock()
+	st.writing = true
+	if code, msg := e.claim(s, st); code != 0 {
+		st.wmu.Unlock()
+		st.refuse(code, msg)
+		e.forget(s)
+		return true
+	}
+	head := "HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: close\r\n" +
+		"Content-Type: text/event-stream\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) +
+		"\r\nTransfer-Encoding: chunked\r\n\r\n"
+	err = st.writeLocked(append([]byte(head), ack...))
+	st.wmu.Unlock()
+	e.startConn(s, st)
+	if err != nil {
+		conn.Close() // readConn ends the stream and the session
+	}
+	return true
+}

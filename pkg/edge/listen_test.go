@@ -1,0 +1,134 @@
+package edge
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// listenBody is a subscriptions/listen request as the go-sdk client sends
+// it; notifications replaces its subscriptions.
+func listenBody(id, notifications string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"_meta":{` +
+		`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":""},` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":` + notifications + `}}`
+}
+
+// postListen opens a listen stream with raw HTTP; hdr overrides headers.
+// The body is closed at cleanup.
+func postListen(t *testing.T, url, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// A listen stream the edge serves says what the go-sdk's says (the events
+// below were captured from the go-sdk v1.8.0 server), and only for the
+// kinds subscribed to.
+func TestListenStream(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	tools := postListen(t, e.MCPURL(), listenBody("2", `{"toolsListChanged":true}`), nil)
+	prompts := postListen(t, e.MCPURL(), listenBody(`"p"`, `{"promptsListChanged":true,"toolsListChanged":false}`), nil)
+	for _, r := range []*http.Response{tools, prompts} {
+		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("status %d, Content-Type %q", r.StatusCode, r.Header.Get("Content-Type"))
+		}
+	}
+	te, pe := readEvents(tools.Body), readEvents(prompts.Body)
+	want := func(ch <-chan string, ev string) {
+		t.Helper()
+		if got, _ := nextEvent(t, ch, 5*time.Second); got != ev {
+			t.Fatalf("event %s, want %s", got, ev)
+		}
+	}
+	want(te, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"notifications":{"toolsListChanged":true}}}`)
+	want(pe, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"p"},"notifications":{"promptsListChanged":true}}}`)
+	eventually(t, 5*time.Second, "both streams served by the edge", func() bool { return testutil.ToFloat64(e.m.streams) == 2 })
+
+	f.health("default", "alpha", false) // the demo backend has tools, prompts and resources
+	want(te, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}`)
+	want(pe, `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"p"}}}`)
+	select {
+	case ev := <-te:
+		t.Fatalf("tools stream: unexpected event %s", ev)
+	case ev := <-pe:
+		t.Fatalf("prompts stream: unexpected event %s", ev)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// The client leaving ends the stream and its session.
+	tools.Body.Close()
+	prompts.Body.Close()
+	eventually(t, 5*time.Second, "listen sessions gone", func() bool { return len(e.Sessions()) == 0 })
+}
+
+// Requests the go-sdk would answer otherwise are left to it.
+func TestListenLeftToGoSDK(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, nil)
+	for _, c := range []struct {
+		name string
+		body string
+		hdr  map[string]string
+		want int
+	}{
+		{"protocol version in _meta differs from the header", strings.Replace(listenBody("1", `{"toolsListChanged":true}`),
+			`protocolVersion":"2026-07-28"`, `protocolVersion":"2027-01-01"`, 1), nil, http.StatusBadRequest},
+		{"Mcp-Method header differs", listenBody("1", `{"toolsListChanged":true}`), map[string]string{"Mcp-Method": "tools/list"}, http.StatusBadRequest},
+		{"no client capabilities", strings.Replace(listenBody("1", `{"toolsListChanged":true}`),
+			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},`, ``, 1), nil, http.StatusBadRequest},
+		{"no subscription", listenBody("1", `{}`), nil, http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := postListen(t, e.MCPURL(), c.body, c.hdr)
+			if r.StatusCode != c.want {
+				t.Fatalf("status %d, want %d", r.StatusCode, c.want)
+			}
+			if n := testutil.ToFloat64(e.m.streams); n != 0 {
+				t.Fatalf("%v streams served by the edge, want the go-sdk to have answered", n)
+			}
+		})
+	}
+}
+
+func TestParseListen(t *testing.T) {
+	for body, want := range map[string]uint8{
+		listenBody("1", `{"toolsListChanged":true}`):                                                       pendingTools,
+		listenBody("1", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`): 7,
+		listenBody("1", `{"toolsListChanged":false}`):                                                      0,
+		listenBody("1", `{"toolsListChanged":1}`):                                                          0,
+		listenBody("1", `{"resourceSubscriptions":["x"],"toolsListChanged":true}`):                         0,
+		listenBody("1", `{"toolsListChanged":true,"toolsListChanged":true}`):                               0,
+		listenBody("01", `{"toolsListChanged":true}`):                                                      0,
+		strings.Replace(listenBody("1", `{"toolsListChanged":true}`), `"name":"raw"`, `"name":7`, 1):       0,
+		strings.TrimSuffix(listenBody("1", `{"toolsListChanged":true}`), "}") + `,"extra":1}`:              0,
+	} {
+		lr, ok := parseListen([]byte(body), "2026-07-28")
+		if got := map[bool]uint8{true: lr.subs, false: 0}[ok]; got != want {
+			t.Errorf("%s: subs %b (ok %v), want %b", body, lr.subs, ok, want)
+		}
+	}
+}
