@@ -47,8 +47,9 @@
 //     stream's goroutine, which writes one pre-encoded SSE event per kind.
 //     A client that stops reading blocks only its own stream, for at most
 //     10s per write, and what it missed stays pending for its next stream;
-//   - a 2026-07-28 subscriptions/listen stream is the go-sdk's: a hidden
-//     marker is re-registered once per changed kind to make the go-sdk send
+//   - a 2026-07-28 subscriptions/listen stream the edge serves is the same,
+//     for the kinds it subscribed to; one left to the go-sdk has a hidden
+//     marker re-registered once per changed kind to make the go-sdk send
 //     that session exactly one list_changed (per kind) for the batch.
 //
 // Calls (tools/call, prompts/get, resources/read) are routed by the edge's
@@ -58,9 +59,10 @@
 // # Protocol generations
 //
 // Requests whose Mcp-Protocol-Version is 2026-07-28 or later go to a
-// stateless go-sdk handler: each subscriptions/listen stream gets its own
-// session server for as long as it is open (it receives list_changed),
-// other requests share one server. Older requests go to a stateful handler
+// stateless go-sdk handler, and share one server. A subscriptions/listen
+// stream (which receives list_changed) is served by the edge when the
+// go-sdk would take its request the same way (listen.go); otherwise it
+// gets a go-sdk session server of its own for as long as it is open. Older requests go to a stateful handler
 // (Mcp-Session-Id sessions), except their standalone GET stream, which the
 // edge serves (stream.go, streamconn.go).
 //

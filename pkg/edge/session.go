@@ -98,9 +98,10 @@ func (s *session) protocolVersion() string {
 // served value it points to, so the swap is atomic: a concurrent list sees
 // the old lists or the new ones, never a mix. Then each changed list kind
 // is owed to the client as one list_changed:
-//   - a session-based client's are set pending and its standalone stream
-//     woken (stream.go): a few instructions per session;
-//   - a 2026-07-28 listen stream is served by the go-sdk, so one go-sdk
+//   - a session-based client's, and those a listen stream the edge serves
+//     subscribed to, are set pending and the stream woken (stream.go): a
+//     few instructions per session;
+//   - a 2026-07-28 listen stream left to the go-sdk is served by it, so one go-sdk
 //     registry change per changed kind makes it send one list_changed of
 //     that kind, from this session's own timer. For tools that change is
 //     removing the hidden marker tool when it is registered (cheap) and
