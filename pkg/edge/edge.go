@@ -133,9 +133,13 @@ type Edge struct {
 	// exists only so that a benchmark can measure what the bookkeeping
 	// costs.
 	noListEvidence atomic.Bool
-	posting        atomic.Int64 // session POSTs in progress, their responses included
-	rm             *recordMetrics
-	digests        *digestCache
+	// goSDKListen leaves every subscriptions/listen stream to the go-sdk;
+	// it exists only so that a test can compare the edge's streams with
+	// the go-sdk's.
+	goSDKListen atomic.Bool
+	posting     atomic.Int64 // session POSTs in progress, their responses included
+	rm          *recordMetrics
+	digests     *digestCache
 
 	// impl and caps are shared by every session server.
 	impl *mcp.Implementation

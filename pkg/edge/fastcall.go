@@ -275,19 +275,29 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 // responses (forward.go).
 var fastParsers fastjson.ParserPool
 
-// validID reports whether id is a JSON-RPC request id: a string or an
-// integer (as JSON writes it: no leading zeros, no fraction or exponent).
+// validID reports whether id is a JSON-RPC request id the edge echoes
+// as the go-sdk would write it: a string of printable ASCII without
+// escapes, or an integer as JSON writes it (no leading zeros, no fraction
+// or exponent) of at most 15 digits (the go-sdk reads ids as float64).
+// Any other id is left to the go-sdk.
 func validID(id json.RawMessage) bool {
-	if len(id) == 0 {
+	if len(id) < 2 && (len(id) == 0 || id[0] == '"') {
 		return false
 	}
 	if id[0] == '"' {
-		var s string
-		return json.Unmarshal(id, &s) == nil
+		if id[len(id)-1] != '"' {
+			return false
+		}
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
 	}
 	digits := strings.TrimPrefix(string(id), "-")
-	if digits == "" || len(digits) > 1 && digits[0] == '0' || string(id) == "-0" {
-		return false // -0 is left to the go-sdk, which reads ids as integers
+	if digits == "" || len(digits) > 15 || len(digits) > 1 && digits[0] == '0' || string(id) == "-0" {
+		return false
 	}
 	for _, c := range []byte(digits) {
 		if c < '0' || c > '9' {

@@ -95,6 +95,12 @@ func listenMeta(meta *fastjson.Value, version string) bool {
 		string(meta.GetStringBytes("io.modelcontextprotocol/protocolVersion")) != version {
 		return false
 	}
+	// The go-sdk decodes the whole of _meta (a number out of float64's
+	// range makes it refuse the request).
+	var all map[string]any
+	if json.Unmarshal(meta.MarshalTo(nil), &all) != nil {
+		return false
+	}
 	var caps mcp.ClientCapabilities
 	c := meta.Get("io.modelcontextprotocol/clientCapabilities")
 	if c == nil || c.Type() != fastjson.TypeObject || json.Unmarshal(c.MarshalTo(nil), &caps) != nil {
@@ -164,6 +170,8 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 	if !ok {
 		return false
 	}
+	e.wg.Add(1) // before the hijack: see Edge.takeOver
+	defer e.wg.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,88 @@ func TestParseListen(t *testing.T) {
 		if got := map[bool]uint8{true: lr.subs, false: 0}[ok]; got != want {
 			t.Errorf("%s: subs %b (ok %v), want %b", body, lr.subs, ok, want)
 		}
+	}
+}
+
+// The edge's listen streams against the go-sdk's, byte for byte: the
+// same requests to an edge that serves them and to one that leaves them
+// all to the go-sdk give the same status, acknowledgement and
+// list_changed, whichever of the two serves them (odd ids and _meta
+// values are left to the go-sdk).
+func TestListenMatchesGoSDK(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	own := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	sdk := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	sdk.goSDKListen.Store(true)
+	subs := `{"toolsListChanged":true,"promptsListChanged":true}`
+	bodies := []string{
+		listenBody("2", subs),
+		listenBody(`"s"`, subs),
+		listenBody("-7", `{"resourcesListChanged":true}`),
+		listenBody(`"a\u0041"`, subs),
+		listenBody(`"\/x"`, subs),
+		listenBody("9007199254740993", subs),
+		listenBody("99999999999999999999", subs),
+		strings.Replace(listenBody("3", subs), `"name":"raw"`, `"name":"raw","x":1e400`, 1),
+		strings.Replace(listenBody("4", subs), `"io.modelcontextprotocol/protocolVersion"`, `"x":[-1e400],"io.modelcontextprotocol/protocolVersion"`, 1),
+	}
+	type stream struct {
+		status int
+		events <-chan string
+	}
+	open := func(e *Edge, body string) stream {
+		r := postListen(t, e.MCPURL(), body, nil)
+		return stream{r.StatusCode, readEvents(r.Body)}
+	}
+	var owns, sdks []stream
+	for _, b := range bodies {
+		owns, sdks = append(owns, open(own, b)), append(sdks, open(sdk, b))
+	}
+	first := func(s stream) string {
+		if s.status != http.StatusOK {
+			return ""
+		}
+		ev, _ := nextEvent(t, s.events, 5*time.Second)
+		return ev
+	}
+	for i, b := range bodies {
+		o, g := first(owns[i]), first(sdks[i])
+		if owns[i].status != sdks[i].status || o != g {
+			t.Errorf("%s:\nedge   %d %s\ngo-sdk %d %s", b, owns[i].status, o, sdks[i].status, g)
+		}
+	}
+	if testutil.ToFloat64(own.m.streams) < 3 {
+		t.Fatalf("the edge served %v streams, want at least the plain ones", testutil.ToFloat64(own.m.streams))
+	}
+	f.health("default", "alpha", false)
+	for i, b := range bodies {
+		if owns[i].status != http.StatusOK {
+			continue
+		}
+		// One event per subscribed kind (the go-sdk's order varies).
+		var o, g []string
+		for range strings.Count(b[strings.Index(b, `"notifications":`):], "true") {
+			o, g = append(o, first(owns[i])), append(g, first(sdks[i]))
+		}
+		slices.Sort(o)
+		slices.Sort(g)
+		if !slices.Equal(o, g) {
+			t.Errorf("%s: list_changed\nedge   %s\ngo-sdk %s", b, o, g)
+		}
+	}
+}
+
+// A change of a kind a listen stream did not subscribe to owes it
+// nothing: no pending bit, no latency clock started.
+func TestListenIgnoresUnsubscribedKinds(t *testing.T) {
+	s := &session{kind: kindListen, subs: pendingPrompts}
+	s.apply(emptyServed(), change{tools: true}, time.Now())
+	if s.pending != 0 || s.since.Load() != 0 {
+		t.Fatalf("pending %b, since %d: want nothing owed", s.pending, s.since.Load())
+	}
+	s.apply(&served{}, change{prompts: true}, time.Now())
+	if s.pending != pendingPrompts || s.since.Load() == 0 {
+		t.Fatalf("pending %b, since %d: want the prompts notification owed", s.pending, s.since.Load())
 	}
 }

@@ -121,18 +121,24 @@ func (s *session) apply(next *served, c change, eventTime time.Time) (merged boo
 	if c.empty() || s.kind == kindStateless {
 		return false // the shared stateless server has no one to notify
 	}
-	if !eventTime.IsZero() {
-		s.since.CompareAndSwap(0, eventTime.UnixNano())
-	}
 	if s.kind == kindSession || s.srv == nil {
 		bits := c.bits()
 		if s.srv == nil {
-			bits &= s.subs
+			bits &= s.subs // a listen stream: only what it subscribed to
+		}
+		if bits == 0 {
+			return false
+		}
+		if !eventTime.IsZero() {
+			s.since.CompareAndSwap(0, eventTime.UnixNano())
 		}
 		merged = s.stream != nil && s.pending&bits != 0 // the previous one is still being written
 		s.pending |= bits
 		s.wakeLocked()
 		return merged
+	}
+	if !eventTime.IsZero() {
+		s.since.CompareAndSwap(0, eventTime.UnixNano())
 	}
 	if c.tools {
 		if s.marker {
@@ -249,6 +255,8 @@ func (e *Edge) track(s *session) {
 // live reports whether s's server still has a go-sdk session.
 func (s *session) live() bool {
 	if s.srv == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return s.stream != nil
 	}
 	for range s.srv.Sessions() {

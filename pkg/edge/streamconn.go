@@ -41,6 +41,10 @@ func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool
 	if !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
 		return false
 	}
+	// Counted before the hijack, while http.Server.Shutdown still waits
+	// for this request: the goroutines started below are Run's to wait for.
+	e.wg.Add(1)
+	defer e.wg.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false

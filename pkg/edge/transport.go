@@ -72,7 +72,7 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 	}
 	if body, err := io.ReadAll(r.Body); err == nil { // isListen left it in memory
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if e.takeOverListen(w, r, body) {
+		if !e.goSDKListen.Load() && e.takeOverListen(w, r, body) {
 			return
 		}
 	}
