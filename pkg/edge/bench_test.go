@@ -144,7 +144,8 @@ func startClientFleet(b *testing.B, url string, n int) *clientFleet {
 // TestHelperClientFleet is the child process of startClientFleet; it does
 // nothing in a normal test run. FLEETGATE_BENCH_CLIENT=sdk makes its
 // sessions go-sdk clients (sdk-listen: of protocol 2026-07-28, notified
-// on subscriptions/listen streams); the default, raw, makes them minimal HTTP
+// on subscriptions/listen streams; listen: minimal HTTP clients of such
+// streams); the default, raw, makes them minimal HTTP
 // clients (initialize, initialized, a GET stream read line by line), so
 // that the figures measure the edge rather than the go-sdk client.
 func TestHelperClientFleet(t *testing.T) {
@@ -168,6 +169,8 @@ func TestHelperClientFleet(t *testing.T) {
 		open = func(url string, notified func()) (func(), error) { return openSDKSession(url, "2025-11-25", notified) }
 	case "sdk-listen":
 		open = func(url string, notified func()) (func(), error) { return openSDKSession(url, "", notified) }
+	case "listen":
+		open = openRawListen
 	}
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
@@ -264,6 +267,34 @@ func openRawSession(url string, notified func()) (func(), error) {
 			resp.Body.Close()
 		}
 	}, nil
+}
+
+// openRawListen opens a 2026-07-28 subscriptions/listen stream for tools
+// with plain HTTP and reads it line by line.
+func openRawListen(url string, notified func()) (func(), error) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(listenBody("1", `{"toolsListChanged":true}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	// A listen stream holds its connection for good: not through rawHTTP's pool.
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("subscriptions/listen: status %d", resp.StatusCode)
+	}
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/tools/list_changed") {
+				notified()
+			}
+		}
+	}()
+	return func() { resp.Body.Close() }, nil
 }
 
 // BenchmarkFanOut measures, with N idle sessions (FLEETGATE_BENCH_SESSIONS,
