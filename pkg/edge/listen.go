@@ -194,10 +194,7 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 		e.forget(s)
 		return true
 	}
-	head := "HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: close\r\n" +
-		"Content-Type: text/event-stream\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) +
-		"\r\nTransfer-Encoding: chunked\r\n\r\n"
-	err = st.writeLocked(append([]byte(head), ack...))
+	err = st.writeLocked(append(streamHead(), ack...))
 	st.wmu.Unlock()
 	e.startConn(s, st)
 	if err != nil {

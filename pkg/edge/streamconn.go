@@ -66,18 +66,23 @@ func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool
 		st.refuse(code, msg)
 		return true
 	}
-	head := "HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: close\r\n" +
-		"Content-Type: text/event-stream\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) +
-		"\r\nTransfer-Encoding: chunked\r\n\r\n"
 	// A comment, so that proxies forward the head at once (as the go-sdk
 	// does, its issue #410).
-	err = st.writeLocked(append([]byte(head), chunk([]byte(": ok\n\n"))...))
+	err = st.writeLocked(append(streamHead(), chunk([]byte(": ok\n\n"))...))
 	st.wmu.Unlock()
 	e.startConn(s, st)
 	if err != nil {
 		conn.Close() // readConn detaches the stream
 	}
 	return true
+}
+
+// streamHead is the response head of a taken-over event stream. The
+// connection is closed after the stream, hence Connection: close.
+func streamHead() []byte {
+	return []byte("HTTP/1.1 200 OK\r\nCache-Control: no-cache, no-transform\r\nConnection: close\r\n" +
+		"Content-Type: text/event-stream\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) +
+		"\r\nTransfer-Encoding: chunked\r\n\r\n")
 }
 
 // startConn starts the reader of st, a claimed stream whose head is
