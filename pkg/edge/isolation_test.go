@@ -28,6 +28,14 @@ func rawGET(t *testing.T, url, sid string, hdr map[string]string) *http.Response
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	return openStream(t, req, hdr)
+}
+
+// openStream sends req, a request for an event stream, with hdr setting
+// headers (deleting those given as ""), and closes the response body at
+// cleanup.
+func openStream(t *testing.T, req *http.Request, hdr map[string]string) *http.Response {
+	t.Helper()
 	for k, v := range hdr {
 		if v == "" {
 			req.Header.Del(k)
