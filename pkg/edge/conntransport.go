@@ -212,9 +212,23 @@ type connBody struct {
 	stop     func() bool
 	reusable bool
 
-	rmu  sync.Mutex // held while body is read
-	mu   sync.Mutex
-	done bool
+	rmu      sync.Mutex // held while body is read
+	mu       sync.Mutex
+	done     bool
+	detached bool // the context no longer cuts the connection
+	cut      bool // it did, before detach
+}
+
+// detach makes the end of the exchange's context no longer cut the
+// connection: what is left of the body is read after the context ended
+// (see closeLater).
+func (b *connBody) detach() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done && !b.detached {
+		b.detached = true
+		b.cut = !b.stop()
+	}
 }
 
 func (b *connBody) Read(p []byte) (int, error) {
@@ -271,7 +285,11 @@ func (b *connBody) finish(atEOF bool) {
 	b.done = true
 	// stop reports false when the context already ended: the connection
 	// was cut.
-	if b.stop() && atEOF && b.reusable {
+	intact := !b.cut
+	if !b.detached {
+		intact = b.stop()
+	}
+	if intact && atEOF && b.reusable {
 		b.t.put(b.addr, b.bc)
 		return
 	}

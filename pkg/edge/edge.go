@@ -167,7 +167,15 @@ type Edge struct {
 	evTimes   []eventTime // events of the group not yet in a batch
 	lastGroup *events.Group
 
-	wg sync.WaitGroup // session closes and stream attachments
+	wg sync.WaitGroup // session closes, stream attachments and call lanes
+
+	// Call lanes (lane.go); noLanes turns them off, only so that tests
+	// and benchmarks can compare.
+	handback  *laneHandback
+	noLanes   atomic.Bool
+	laneMu    sync.Mutex
+	lanes     map[*callLane]struct{}
+	lanesShut bool
 }
 
 type eventTime struct {
@@ -215,6 +223,7 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 		e.adminLn.Close()
 		return nil, err
 	}
+	e.handback, e.lanes = newLaneHandback(e.mcpLn.Addr()), map[*callLane]struct{}{}
 	e.shared = e.newSession("", kindStateless, "2026-07-28")
 	e.open(e.shared)
 	return e, nil
@@ -264,6 +273,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.sweep(ctx, sweepEvery) })
 	stopRecords := e.startRecords()
 	serve(mcpSrv, e.mcpLn, "mcp")
+	serve(mcpSrv, e.handback, "mcp (call lanes given back)")
 	serve(adminSrv, e.adminLn, "admin")
 	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")
 
@@ -288,6 +298,7 @@ func (e *Edge) shutdown(srv *http.Server) {
 	defer dcancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(dctx) }()
+	e.closeLanes(false)
 	tick := time.NewTicker(10 * time.Millisecond)
 	for e.inflight.Load()+e.posting.Load() > 0 && dctx.Err() == nil {
 		select {
@@ -297,6 +308,7 @@ func (e *Edge) shutdown(srv *http.Server) {
 		}
 	}
 	tick.Stop()
+	e.closeLanes(true)    // a lane still writing to a client that does not read
 	e.closing.Store(true) // before the snapshot: see Edge.claim
 	// A session whose client stopped reading cannot finish closing until
 	// its connection is cut: close them all concurrently, then cut the

@@ -124,7 +124,7 @@ func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any)
 		}
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer closeLater(ctx, resp.Body)
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
@@ -339,4 +339,33 @@ func (p *pool) refuse(ctx context.Context, url, sid string, m *wireMessage) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 	}
+}
+
+// laterKey is the context key of a *closings: the caller answers its
+// client first and then closes the backend bodies it holds (reading the
+// end of a backend's event stream, which comes after the response, is
+// then off the call's path).
+type laterKey struct{}
+
+// closings are the bodies a caller closes after its response.
+type closings struct{ bodies []io.Closer }
+
+// closeLater closes body, or leaves it to the closings of ctx.
+func closeLater(ctx context.Context, body io.ReadCloser) {
+	if c, ok := ctx.Value(laterKey{}).(*closings); ok {
+		if d, ok := body.(interface{ detach() }); ok {
+			d.detach()
+			c.bodies = append(c.bodies, body)
+			return
+		}
+	}
+	body.Close()
+}
+
+// close closes the bodies left.
+func (c *closings) close() {
+	for _, b := range c.bodies {
+		b.Close()
+	}
+	c.bodies = c.bodies[:0]
 }

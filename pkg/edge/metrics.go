@@ -25,6 +25,8 @@ type metrics struct {
 	unknownCalls  prometheus.Counter
 	notifyDropped prometheus.Counter
 	streams       prometheus.Gauge
+	lanes         prometheus.Gauge
+	laneHandbacks prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -58,9 +60,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "List-changed notifications merged into the next one because the previous one to that session was still being written (a client not reading)."}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_standalone_streams",
 			Help: "Standalone GET streams open (session-based clients listening for list_changed)."}),
+		lanes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_call_lanes",
+			Help: "Keep-alive client connections whose tools/call requests the edge answers without net/http's server (call lanes)."}),
+		laneHandbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_call_lane_handbacks_total",
+			Help: "Requests on call lanes given back to net/http's server (not a plain tools/call)."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
-		m.callSeconds, m.callErrors, m.unknownCalls, m.notifyDropped, m.streams)
+		m.callSeconds, m.callErrors, m.unknownCalls, m.notifyDropped, m.streams,
+		m.lanes, m.laneHandbacks)
 	return m
 }
 

@@ -111,15 +111,37 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		e.recs.deleted(r.Context(), sid, s)
 		return
 	case http.MethodPost:
-		// A call's response is written after the call returned: shutdown
-		// waits for the whole POST before it closes the session.
-		e.posting.Add(1)
-		defer e.posting.Add(-1)
-		if e.fastCall(w, r, s) {
-			return
+		if lw := e.post(h, w, r, s); lw != nil {
+			e.runLane(w, r, lw)
 		}
+		return
 	}
 	e.serveStateful(h, w, r)
+}
+
+// post serves a POST of session s. A tools/call answered on a connection
+// that may become a call lane is not written: post returns its response,
+// still counted in e.posting, for runLane.
+func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *session) (lw *laneWriter) {
+	// A call's response is written after the call returned: shutdown
+	// waits for the whole POST before it closes the session.
+	e.posting.Add(1)
+	defer func() {
+		if lw == nil {
+			e.posting.Add(-1)
+		}
+	}()
+	if e.laneable(r) {
+		lw = &laneWriter{header: make(http.Header, 1)}
+		if e.fastCall(lw, r, s) {
+			return lw
+		}
+		lw = nil
+	} else if e.fastCall(w, r, s) {
+		return nil
+	}
+	e.serveStateful(h, w, r)
+	return nil
 }
 
 // deleteStored ends a session this edge does not hold.

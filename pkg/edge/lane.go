@@ -1,0 +1,264 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+)
+
+// A call lane is a keep-alive HTTP/1.1 connection whose tools/call POSTs
+// the edge answers itself, without net/http's server. Per request,
+// net/http's server starts a goroutine that watches the connection and
+// hands it back when the handler ends; on a busy 2-core machine that
+// hand-off cost a tools/call about a third of the edge's added latency.
+//
+// A connection becomes a lane after a tools/call that Edge.fastCall
+// answered: the edge hijacks it and writes that response itself. It then
+// reads each next request with http.ReadRequest. One that fastCall would
+// answer (the same checks, run by the same code) is answered on the lane.
+// Any other request goes back to the http.Server with the bytes read
+// for it, by way of laneHandback, a listener the server also serves. The
+// server then reads the request as if the lane had never been. A malformed
+// request, an unknown session or another method all take that way.
+//
+// A lane waits for each next request without a deadline, as the server
+// does. It reads the client's side during a call only if the call lasts
+// longer than laneWatchAfter: if the client then leaves, the call's
+// context ends, as net/http's server would end it. At shutdown, idle
+// lanes are closed at once. A lane inside a call finishes the call, which
+// shutdown drains like any other, and then closes.
+
+// laneWatchAfter is how long a call runs on a lane before the lane starts
+// watching for the client leaving.
+const laneWatchAfter = 20 * time.Millisecond
+
+// maxLaneHeader bounds a request's head on a lane (net/http's default
+// MaxHeaderBytes, plus its slack).
+const maxLaneHeader = 1<<20 + 4096
+
+// lane states.
+const (
+	laneActive int32 = iota // reading or answering a request
+	laneIdle                // waiting for the next request
+	laneClosed              // shutdown closed it
+)
+
+// callLane is one connection served as a lane.
+type callLane struct {
+	e      *Edge
+	conn   net.Conn
+	src    *laneSource
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	base   context.Context // the hijacked request's: the server's values
+	state  atomic.Int32
+	later  closings // of the current call
+	remote string   // the client's address
+}
+
+// laneable reports whether the connection of r may become a lane after
+// its response: HTTP/1.1, kept alive, no 100-continue.
+func (e *Edge) laneable(r *http.Request) bool {
+	return !e.noLanes.Load() && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close &&
+		r.Header.Get("Expect") == "" && r.Header.Get("Upgrade") == ""
+}
+
+// runLane hijacks the connection of r, writes the response fastCall left
+// in lw, and serves the connection as a lane. It takes over one count of
+// e.posting (released once lw is written).
+func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
+	e.wg.Add(1) // before the hijack: see Edge.takeOver
+	defer e.wg.Done()
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		lw.copyTo(w)
+		e.posting.Add(-1)
+		return
+	}
+	// The hijacked reader may hold bytes the client sent after r; it must
+	// not read further (the server's reader is done with the connection).
+	pending := make([]byte, brw.Reader.Buffered())
+	_, _ = brw.Reader.Read(pending)
+	// The server may have left deadlines on the connection.
+	_ = conn.SetDeadline(time.Time{})
+	l := &callLane{e: e, conn: conn, bw: brw.Writer, base: r.Context(), remote: r.RemoteAddr}
+	l.src = &laneSource{conn: conn, pending: pending}
+	l.br = bufio.NewReaderSize(l.src, 4<<10)
+	err = lw.writeTo(l.bw, time.Now())
+	e.posting.Add(-1)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	if !e.addLane(l) {
+		conn.Close()
+		return
+	}
+	e.m.lanes.Inc()
+	defer e.m.lanes.Dec()
+	defer e.removeLane(l)
+	l.serve()
+}
+
+// serve answers requests until one goes back to the server or the
+// connection ends.
+func (l *callLane) serve() {
+	e := l.e
+	for {
+		l.src.record(l.br, maxLaneHeader)
+		if !l.waitRequest() {
+			l.conn.Close()
+			return
+		}
+		_ = l.conn.SetReadDeadline(time.Now().Add(laneHeaderTimeout))
+		req, err := http.ReadRequest(l.br)
+		_ = l.conn.SetReadDeadline(time.Time{})
+		if err != nil {
+			l.handBack()
+			return
+		}
+		s := e.laneSession(req)
+		if s == nil {
+			l.handBack()
+			return
+		}
+		l.src.extend(maxBody + 4096)
+		req.RemoteAddr = l.remote
+		ctx, cancel := context.WithCancel(context.WithValue(l.base, laterKey{}, &l.later))
+		req = req.WithContext(ctx)
+		lw := &laneWriter{header: make(http.Header, 1)}
+		e.posting.Add(1)
+		e.recs.touched(s, time.Now())
+		stopWatch := l.watch(cancel)
+		answered := e.fastCall(lw, req, s)
+		stopWatch()
+		cancel()
+		if !answered {
+			e.posting.Add(-1)
+			l.later.close()
+			l.handBack()
+			return
+		}
+		err = lw.writeTo(l.bw, time.Now())
+		e.posting.Add(-1)
+		l.later.close()
+		if err != nil {
+			l.conn.Close()
+			return
+		}
+	}
+}
+
+// laneHeaderTimeout bounds the reading of a request's head once its first
+// byte came (the server's ReadHeaderTimeout).
+const laneHeaderTimeout = 10 * time.Second
+
+// waitRequest waits for the first byte of the next request. It reports
+// false when the connection ended or shutdown closed the lane.
+func (l *callLane) waitRequest() bool {
+	if l.br.Buffered() == 0 {
+		if !l.state.CompareAndSwap(laneActive, laneIdle) {
+			return false
+		}
+		if _, err := l.br.Peek(1); err != nil {
+			return false
+		}
+		if !l.state.CompareAndSwap(laneIdle, laneActive) {
+			return false // closed by shutdown meanwhile, as the server closes idle connections
+		}
+	}
+	return !l.e.lanesClosing()
+}
+
+// watch starts, after laneWatchAfter, reading the connection to notice the
+// client leaving (which calls cancel). The function it returns stops the
+// watch and waits for its read to end; bytes read meanwhile (a next
+// request) stay buffered.
+func (l *callLane) watch(cancel context.CancelFunc) func() {
+	var done chan struct{}
+	var mu sync.Mutex
+	t := time.AfterFunc(laneWatchAfter, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done != nil {
+			return
+		}
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := l.br.Peek(1); err != nil && !isTimeout(err) {
+				cancel()
+			}
+		}()
+	})
+	return func() {
+		if t.Stop() {
+			return
+		}
+		mu.Lock()
+		if done == nil {
+			done = make(chan struct{}) // the timer's func, if still to run, starts nothing
+			close(done)
+		}
+		d := done
+		mu.Unlock()
+		_ = l.conn.SetReadDeadline(cutDeadline)
+		<-d
+		_ = l.conn.SetReadDeadline(time.Time{})
+	}
+}
+
+// isTimeout reports whether err is a deadline's.
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// handBack gives the connection, with the bytes read of the current
+// request, to the http.Server. When the server no longer takes
+// connections (shutdown), the client gets 503.
+func (l *callLane) handBack() {
+	e := l.e
+	e.m.laneHandbacks.Inc()
+	c := &replayConn{Conn: l.conn, replay: l.src.replay()}
+	if !e.handback.hand(c) {
+		_, _ = l.bw.WriteString("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		_ = l.bw.Flush()
+		l.conn.Close()
+	}
+}
+
+// laneSession returns the live session a lane request names when
+// Edge.serveSession would take it straight to fastCall: a POST to /mcp of
+// the session-based protocol, of a session held here and owned by the
+// caller. nil sends the request back to the server.
+func (e *Edge) laneSession(r *http.Request) *session {
+	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.URL.RawPath != "" || !e.laneable(r) {
+		return nil
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" || r.Header.Get("Mcp-Protocol-Version") >= newProtocol || sessionstore.ValidateID(sid) != nil {
+		return nil
+	}
+	ident, ok := e.identity(r)
+	if !ok {
+		return nil
+	}
+	s := e.lookup(sid)
+	if s == nil || s.rec.phaseOf() == phaseNone {
+		return nil
+	}
+	s.rec.mu.Lock()
+	owned := s.rec.rec.Owner == sessionstore.OwnerHash(ident)
+	s.rec.mu.Unlock()
+	if !owned {
+		return nil
+	}
+	return s
+}

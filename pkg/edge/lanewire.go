@@ -1,0 +1,224 @@
+package edge
+
+import (
+	"bufio"
+	"errors"
+	"maps"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The wire parts of call lanes (lane.go): what a lane reads, what it
+// writes, and the way back to the http.Server.
+
+// errLaneLimit ends a read past what a lane keeps of one request.
+var errLaneLimit = errors.New("call lane: request too large to keep")
+
+// laneSource is what a lane's bufio.Reader reads: the connection, after
+// the bytes the hijack left buffered. It keeps every byte read since the
+// current request began (up to a bound), so that the request can be given
+// back to the server as it came.
+type laneSource struct {
+	conn    net.Conn
+	pending []byte // read by the server before the hijack, not yet by the lane
+	rec     []byte // read since the current request began
+	limit   int    // bound of len(rec) for the current request
+}
+
+// record starts a request: what br holds unread is its beginning, and at
+// most limit more bytes are read for its head.
+func (s *laneSource) record(br *bufio.Reader, limit int) {
+	if cap(s.rec) > 64<<10 { // a large request's buffer is not kept
+		s.rec = nil
+	}
+	buffered, _ := br.Peek(br.Buffered())
+	s.rec = append(s.rec[:0], buffered...)
+	s.limit = len(s.rec) + limit
+}
+
+// extend allows n more bytes (a body) for the current request.
+func (s *laneSource) extend(n int) { s.limit = len(s.rec) + n }
+
+func (s *laneSource) Read(p []byte) (int, error) {
+	room := s.limit - len(s.rec)
+	if room <= 0 {
+		return 0, errLaneLimit
+	}
+	if len(p) > room {
+		p = p[:room]
+	}
+	var n int
+	var err error
+	if len(s.pending) > 0 {
+		n = copy(p, s.pending)
+		s.pending = s.pending[n:]
+	} else {
+		n, err = s.conn.Read(p)
+	}
+	s.rec = append(s.rec, p[:n]...)
+	return n, err
+}
+
+// replay is every byte of the connection from the current request's
+// beginning that the lane took from it.
+func (s *laneSource) replay() []byte { return append(s.rec, s.pending...) }
+
+// replayConn is a connection given back to the server: reads return the
+// bytes a lane had taken first.
+type replayConn struct {
+	net.Conn
+	replay []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.replay) > 0 {
+		n := copy(p, c.replay)
+		c.replay = c.replay[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// laneHandback is a listener the edge's MCP server serves besides its
+// own: its connections are the ones lanes give back.
+type laneHandback struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newLaneHandback(addr net.Addr) *laneHandback {
+	return &laneHandback{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// hand gives c to the server; false when the listener is closed.
+func (h *laneHandback) hand(c net.Conn) bool {
+	select {
+	case h.conns <- c:
+		return true
+	case <-h.done:
+		return false
+	}
+}
+
+// Accept implements net.Listener.
+func (h *laneHandback) Accept() (net.Conn, error) {
+	select {
+	case c := <-h.conns:
+		return c, nil
+	case <-h.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener.
+func (h *laneHandback) Close() error {
+	h.once.Do(func() { close(h.done) })
+	return nil
+}
+
+// Addr implements net.Listener: the MCP listener's address.
+func (h *laneHandback) Addr() net.Addr { return h.addr }
+
+// laneWriter is the http.ResponseWriter of a call answered on a lane (or
+// about to make its connection one): the response is kept whole, then
+// written by writeTo.
+type laneWriter struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (w *laneWriter) Header() http.Header { return w.header }
+
+func (w *laneWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *laneWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// writeTo writes the response as an HTTP/1.1 response of a kept-alive
+// connection, with the Date and Content-Length the server would add.
+func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
+	w.WriteHeader(http.StatusOK)
+	for _, k := range []string{"Content-Length", "Transfer-Encoding", "Connection"} {
+		delete(w.header, k)
+	}
+	b := bw.AvailableBuffer()
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(w.status)...)
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(w.body)), 10)
+	if _, ok := w.header["Date"]; !ok {
+		b = append(b, "\r\nDate: "...)
+		b = now.UTC().AppendFormat(b, http.TimeFormat)
+	}
+	b = append(b, "\r\n"...)
+	_, _ = bw.Write(b)
+	if err := w.header.Write(bw); err != nil {
+		return err
+	}
+	_, _ = bw.WriteString("\r\n")
+	_, _ = bw.Write(w.body)
+	return bw.Flush()
+}
+
+// copyTo writes the response through a server's ResponseWriter.
+func (w *laneWriter) copyTo(rw http.ResponseWriter) {
+	maps.Copy(rw.Header(), w.header)
+	rw.WriteHeader(max(w.status, http.StatusOK))
+	_, _ = rw.Write(w.body)
+}
+
+// addLane registers l; false when shutdown began (l must close).
+func (e *Edge) addLane(l *callLane) bool {
+	e.laneMu.Lock()
+	defer e.laneMu.Unlock()
+	if e.lanesShut {
+		return false
+	}
+	e.lanes[l] = struct{}{}
+	return true
+}
+
+func (e *Edge) removeLane(l *callLane) {
+	e.laneMu.Lock()
+	delete(e.lanes, l)
+	e.laneMu.Unlock()
+}
+
+// lanesClosing reports whether shutdown began.
+func (e *Edge) lanesClosing() bool {
+	e.laneMu.Lock()
+	defer e.laneMu.Unlock()
+	return e.lanesShut
+}
+
+// closeLanes closes the idle lanes (all of them, cutting their calls'
+// connections, with all) and keeps new ones from starting.
+func (e *Edge) closeLanes(all bool) {
+	e.laneMu.Lock()
+	defer e.laneMu.Unlock()
+	e.lanesShut = true
+	for l := range e.lanes {
+		switch {
+		case l.state.CompareAndSwap(laneIdle, laneClosed):
+			_ = l.conn.SetReadDeadline(cutDeadline)
+		case all:
+			l.state.Store(laneClosed)
+			_ = l.conn.SetDeadline(cutDeadline)
+		}
+	}
+}
