@@ -37,6 +37,8 @@ type connTransport struct {
 	mu     sync.Mutex
 	idle   map[string][]*wireConn // by host:port, most recent last
 	closed bool
+
+	targetCache
 }
 
 // wireConn is one connection of a connTransport.
@@ -65,8 +67,15 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" || t.proxied(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	ctx := req.Context()
-	addr := hostPort(req.URL)
+	return t.exchange(req.Context(), hostPort(req.URL), req, func(bw *bufio.Writer) error {
+		return req.Write(bw)
+	})
+}
+
+// exchange makes one exchange on a connection to addr: write writes the
+// request (req: what the response is read for, its body closed when no
+// connection is had).
+func (t *connTransport) exchange(ctx context.Context, addr string, req *http.Request, write func(*bufio.Writer) error) (*http.Response, error) {
 	bc, err := t.conn(ctx, addr)
 	if err != nil {
 		if req.Body != nil {
@@ -84,7 +93,7 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// A request not written whole cannot have been taken by the backend.
-	if err := req.Write(bc.bw); err != nil {
+	if err := write(bc.bw); err != nil {
 		return fail(fmt.Errorf("%w: write request: %w", errUndelivered, err))
 	}
 	if err := bc.bw.Flush(); err != nil {

@@ -228,9 +228,9 @@ func TestRawCall(t *testing.T) {
 	defer srv.Close()
 	p := newPool(srv.Client(), time.Minute, nil)
 	ctx := context.Background()
-	raw, err := p.rawCall(ctx, srv.URL, "s1", "tools/call", &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}})
-	if err != nil || !strings.Contains(string(raw), `"ok"`) {
-		t.Fatalf("event stream: %s %v", raw, err)
+	raw, plain, err := p.rawCall(ctx, srv.URL, "s1", "tools/call", &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}})
+	if err != nil || !strings.Contains(string(raw), `"ok"`) || !plain {
+		t.Fatalf("event stream: %s plain=%v %v", raw, plain, err)
 	}
 	mu.Lock()
 	refused := strings.Join(posts, "\n")
@@ -238,10 +238,10 @@ func TestRawCall(t *testing.T) {
 	if !strings.Contains(refused, `"id":99`) || !strings.Contains(refused, `-32601`) {
 		t.Fatalf("backend request not refused: %s", refused)
 	}
-	if _, err := p.rawCall(ctx, srv.URL, "gone", "tools/call", &mcp.CallToolParams{Name: "t"}); !errors.Is(err, mcp.ErrSessionMissing) {
+	if _, _, err := p.rawCall(ctx, srv.URL, "gone", "tools/call", &mcp.CallToolParams{Name: "t"}); !errors.Is(err, mcp.ErrSessionMissing) {
 		t.Fatalf("404: %v", err)
 	}
-	if _, err := p.rawCall(ctx, srv.URL, "garbage", "tools/call", &mcp.CallToolParams{Name: "t"}); err == nil || !strings.Contains(err.Error(), "decode response") {
+	if _, _, err := p.rawCall(ctx, srv.URL, "garbage", "tools/call", &mcp.CallToolParams{Name: "t"}); err == nil || !strings.Contains(err.Error(), "decode response") {
 		t.Fatalf("garbage: %v", err)
 	}
 }

@@ -51,6 +51,9 @@ type wireMessage struct {
 	Method string          `json:"method,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
+	// plain: Result is a tools/call result of the common shape
+	// (plainToolValue).
+	plain bool
 }
 
 // callTool forwards a tools/call of tool name with the raw arguments args
@@ -60,11 +63,11 @@ type wireMessage struct {
 func (p *pool) callTool(ctx context.Context, backend, url, name string, args json.RawMessage) (toolReply, error) {
 	params := encodeCallParams(name, args)
 	return do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (toolReply, error) {
-		raw, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
+		raw, plain, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
 		if err != nil {
 			return toolReply{}, err
 		}
-		if plainToolResult(raw) {
+		if plain {
 			return toolReply{raw: raw}, nil // decoded when needed
 		}
 		// Another shape is decoded (validated) and sent re-encoded, as the
@@ -94,18 +97,19 @@ func encodeCallParams(name string, args json.RawMessage) json.RawMessage {
 }
 
 // rawCall sends one JSON-RPC request on the backend session sid and
-// returns the raw result of its response. params is JSON already encoded
+// returns the raw result of its response (and whether it is a plain
+// tools/call result: plainToolValue). params is JSON already encoded
 // (json.RawMessage) or a value to encode. The request gets an id of its
 // own (the session is shared by every caller, and its go-sdk client uses
 // numeric ids). When ctx ends first the backend is sent
 // notifications/cancelled, as the go-sdk client would.
-func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any) (json.RawMessage, error) {
+func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any) (json.RawMessage, bool, error) {
 	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
 	enc, ok := params.(json.RawMessage)
 	if !ok {
 		var err error
 		if enc, err = json.Marshal(params); err != nil {
-			return nil, fmt.Errorf("encode request: %w", err)
+			return nil, false, fmt.Errorf("encode request: %w", err)
 		}
 	}
 	// The id and method are the edge's own: no escaping needed.
@@ -122,32 +126,41 @@ func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any)
 		if ctx.Err() != nil {
 			p.cancelled(ctx, url, sid, id)
 		}
-		return nil, err
+		return nil, false, err
 	}
 	defer closeLater(ctx, resp.Body)
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
+		return nil, false, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
 	case resp.StatusCode/100 != 2:
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+		return nil, false, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
 	msg, err := p.readResponse(ctx, resp, url, sid, id)
 	if err != nil {
 		if ctx.Err() != nil {
 			p.cancelled(ctx, url, sid, id)
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
-		return nil, err
+		return nil, false, err
 	}
 	if msg.Error != nil {
-		return nil, msg.Error
+		return nil, false, msg.Error
 	}
-	return msg.Result, nil
+	return msg.Result, msg.plain, nil
 }
 
 // post sends one JSON-RPC message on the backend session sid.
 func (p *pool) post(ctx context.Context, url, sid string, body []byte) (*http.Response, error) {
+	if p.direct != nil && ascii(sid) {
+		if pt := p.direct.target(url); pt != nil {
+			resp, err := p.direct.post(ctx, pt, sid, body)
+			if err != nil && ctx.Err() == nil && errors.Is(err, errUndelivered) {
+				return nil, fmt.Errorf("%w: %w", errNotSent, err)
+			}
+			return resp, err
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -302,7 +315,7 @@ func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id strin
 		}
 		msg := &wireMessage{ID: m.Get("id").MarshalTo(nil)}
 		if r := m.Get("result"); r != nil {
-			msg.Result = r.MarshalTo(nil)
+			msg.Result, msg.plain = r.MarshalTo(nil), plainToolValue(r)
 		}
 		if e := m.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
 			msg.Error = &jsonrpc.Error{}
@@ -318,6 +331,20 @@ func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id strin
 // duplicateMember returns a member name o has twice, or "".
 func duplicateMember(o *fastjson.Object) string {
 	var dup string
+	if o.Len() <= 8 { // a message's few members: compared pairwise
+		var keys [8][]byte
+		n := 0
+		o.Visit(func(k []byte, _ *fastjson.Value) {
+			for _, prev := range keys[:n] {
+				if dup == "" && bytes.Equal(prev, k) {
+					dup = string(k)
+				}
+			}
+			keys[n] = k
+			n++
+		})
+		return dup
+	}
 	seen := make(map[string]bool, o.Len())
 	o.Visit(func(k []byte, _ *fastjson.Value) {
 		if seen[string(k)] && dup == "" {

@@ -21,7 +21,7 @@ type pool struct {
 	http   *http.Client
 	// direct is http's transport when http is the edge's default client
 	// (Options.BackendHTTPClient nil), which post then calls directly.
-	direct  http.RoundTripper
+	direct  *connTransport
 	timeout time.Duration
 	m       *metrics
 	ids     atomic.Uint64 // ids of raw requests (forward.go)
@@ -222,6 +222,9 @@ func notSent(err error) bool {
 // speak 2026-07-28 to a backend that does not).
 func detach(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	if c := parent.Value(laterKey{}); c != nil { // not the go-sdk's: the edge's own
+		ctx = context.WithValue(ctx, laterKey{}, c)
+	}
 	stop := context.AfterFunc(parent, cancel)
 	return ctx, func() { stop(); cancel() }
 }

@@ -43,26 +43,32 @@ func plainToolResult(raw json.RawMessage) bool {
 	p := fastParsers.Get()
 	defer fastParsers.Put(p)
 	v, err := p.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeObject {
+	return err == nil && plainToolValue(v)
+}
+
+// plainToolValue is plainToolResult of a parsed (and validated) value.
+func plainToolValue(v *fastjson.Value) bool {
+	if v.Type() != fastjson.TypeObject {
 		return false
 	}
 	ok := true
-	seen := map[string]bool{}
+	var seen uint8
 	v.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-		key := string(k)
-		ok = ok && !seen[key]
-		seen[key] = true
-		switch key {
+		var bit uint8
+		switch string(k) {
 		case "content":
-			ok = ok && plainContent(v)
+			bit, ok = 1, ok && plainContent(v)
 		case "isError":
-			ok = ok && (v.Type() == fastjson.TypeTrue || v.Type() == fastjson.TypeFalse)
+			bit, ok = 2, ok && (v.Type() == fastjson.TypeTrue || v.Type() == fastjson.TypeFalse)
 		case "_meta":
-			ok = ok && v.Type() == fastjson.TypeObject
+			bit, ok = 4, ok && v.Type() == fastjson.TypeObject
 		case "structuredContent":
+			bit = 8
 		default:
 			ok = false
 		}
+		ok = ok && seen&bit == 0
+		seen |= bit
 	})
 	return ok
 }
