@@ -2,7 +2,9 @@ package edge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -128,7 +130,15 @@ func (l *callLane) serve() {
 			l.handBack()
 			return
 		}
+		// The body is read whole before the call, so that only the watch
+		// reads the connection meanwhile.
 		l.src.extend(maxBody + 4096)
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+		if err != nil || len(body) > maxBody {
+			l.handBack()
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.RemoteAddr = l.remote
 		ctx, cancel := context.WithCancel(context.WithValue(l.base, laterKey{}, &l.later))
 		req = req.WithContext(ctx)
