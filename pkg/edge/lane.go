@@ -58,10 +58,11 @@ type callLane struct {
 	src    *laneSource
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	base   context.Context // the hijacked request's: the server's values
+	base   context.Context // of the calls: the hijacked request's values
 	state  atomic.Int32
 	later  closings // of the current call
-	remote string   // the client's address
+	w      laneWatch
+	remote string // the client's address
 }
 
 // laneable reports whether the connection of r may become a lane after
@@ -89,7 +90,10 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 	_, _ = brw.Reader.Read(pending)
 	// The server may have left deadlines on the connection.
 	_ = conn.SetDeadline(time.Time{})
-	l := &callLane{e: e, conn: conn, bw: brw.Writer, base: r.Context(), remote: r.RemoteAddr}
+	l := &callLane{e: e, conn: conn, bw: brw.Writer, remote: r.RemoteAddr}
+	// The calls' contexts have the server's values (the local address);
+	// the lane itself, not the server's connection, ends them.
+	l.base = context.WithValue(context.WithoutCancel(r.Context()), laterKey{}, &l.later)
 	l.src = &laneSource{conn: conn, pending: pending}
 	l.br = bufio.NewReaderSize(l.src, 4<<10)
 	err = lw.writeTo(l.bw, time.Now())
@@ -105,6 +109,11 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 	e.m.lanes.Inc()
 	defer e.m.lanes.Dec()
 	defer e.removeLane(l)
+	defer func() {
+		if l.w.timer != nil {
+			l.w.timer.Stop()
+		}
+	}()
 	l.serve()
 }
 
@@ -118,36 +127,24 @@ func (l *callLane) serve() {
 			l.conn.Close()
 			return
 		}
-		_ = l.conn.SetReadDeadline(time.Now().Add(laneHeaderTimeout))
-		req, err := http.ReadRequest(l.br)
-		_ = l.conn.SetReadDeadline(time.Time{})
-		if err != nil {
+		req := l.readHead()
+		var s *session
+		if req != nil {
+			s = e.laneSession(req)
+		}
+		if s == nil || !l.readBody(req) {
 			l.handBack()
 			return
 		}
-		s := e.laneSession(req)
-		if s == nil {
-			l.handBack()
-			return
-		}
-		// The body is read whole before the call, so that only the watch
-		// reads the connection meanwhile.
-		l.src.extend(maxBody + 4096)
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
-		if err != nil || len(body) > maxBody {
-			l.handBack()
-			return
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.RemoteAddr = l.remote
-		ctx, cancel := context.WithCancel(context.WithValue(l.base, laterKey{}, &l.later))
+		ctx, cancel := context.WithCancel(l.base)
 		req = req.WithContext(ctx)
 		lw := &laneWriter{header: make(http.Header, 1)}
 		e.posting.Add(1)
 		e.recs.touched(s, time.Now())
-		stopWatch := l.watch(cancel)
+		l.watch(cancel)
 		answered := e.fastCall(lw, req, s)
-		stopWatch()
+		l.unwatch()
 		cancel()
 		if !answered {
 			e.posting.Add(-1)
@@ -155,7 +152,7 @@ func (l *callLane) serve() {
 			l.handBack()
 			return
 		}
-		err = lw.writeTo(l.bw, time.Now())
+		err := lw.writeTo(l.bw, time.Now())
 		e.posting.Add(-1)
 		l.later.close()
 		if err != nil {
@@ -163,6 +160,45 @@ func (l *callLane) serve() {
 			return
 		}
 	}
+}
+
+// readHead reads the head of the next request; nil when it is malformed.
+func (l *callLane) readHead() *http.Request {
+	buf, _ := l.br.Peek(l.br.Buffered())
+	if req, n, ok := parseLaneHead(buf); ok {
+		_, _ = l.br.Discard(n)
+		return req
+	}
+	_ = l.conn.SetReadDeadline(time.Now().Add(laneHeaderTimeout))
+	req, err := http.ReadRequest(l.br)
+	_ = l.conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil
+	}
+	return req
+}
+
+// readBody reads req's body whole, before the call, so that only the
+// watch reads the connection meanwhile. It reports false for a body
+// larger than maxBody or one cut short.
+func (l *callLane) readBody(req *http.Request) bool {
+	l.src.extend(maxBody + 4096)
+	var body []byte
+	var err error
+	if req.Body == nil { // parseLaneHead's: the length is known
+		if req.ContentLength > maxBody {
+			return false
+		}
+		body = make([]byte, req.ContentLength)
+		_, err = io.ReadFull(l.br, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	}
+	if err != nil || len(body) > maxBody {
+		return false
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // laneHeaderTimeout bounds the reading of a request's head once its first
@@ -186,40 +222,59 @@ func (l *callLane) waitRequest() bool {
 	return !l.e.lanesClosing()
 }
 
-// watch starts, after laneWatchAfter, reading the connection to notice the
-// client leaving (which calls cancel). The function it returns stops the
-// watch and waits for its read to end; bytes read meanwhile (a next
-// request) stay buffered.
-func (l *callLane) watch(cancel context.CancelFunc) func() {
-	var done chan struct{}
-	var mu sync.Mutex
-	t := time.AfterFunc(laneWatchAfter, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if done != nil {
-			return
+// laneWatch notices a client leaving during a long call: after
+// laneWatchAfter its timer starts a read of the connection, which cancels
+// the call if the connection ends.
+type laneWatch struct {
+	timer  *time.Timer
+	mu     sync.Mutex
+	cancel context.CancelFunc // the current call's; nil between calls
+	done   chan struct{}      // closed when the read ends; nil if none began
+}
+
+// watch arms the watch for a call that cancel cancels.
+func (l *callLane) watch(cancel context.CancelFunc) {
+	w := &l.w
+	w.mu.Lock()
+	w.cancel, w.done = cancel, nil
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.timer = time.AfterFunc(laneWatchAfter, l.startWatch)
+	} else {
+		w.timer.Reset(laneWatchAfter)
+	}
+}
+
+// startWatch is the timer's: it starts the read.
+func (l *callLane) startWatch() {
+	w := &l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel == nil || w.done != nil { // the call ended, or a stale firing
+		return
+	}
+	done, cancel := make(chan struct{}), w.cancel
+	w.done = done
+	go func() {
+		defer close(done)
+		if _, err := l.br.Peek(1); err != nil && !isTimeout(err) {
+			cancel()
 		}
-		done = make(chan struct{})
-		go func() {
-			defer close(done)
-			if _, err := l.br.Peek(1); err != nil && !isTimeout(err) {
-				cancel()
-			}
-		}()
-	})
-	return func() {
-		if t.Stop() {
-			return
-		}
-		mu.Lock()
-		if done == nil {
-			done = make(chan struct{}) // the timer's func, if still to run, starts nothing
-			close(done)
-		}
-		d := done
-		mu.Unlock()
+	}()
+}
+
+// unwatch disarms the watch and waits for its read, if one began, to
+// end; bytes it read (a next request) stay buffered.
+func (l *callLane) unwatch() {
+	w := &l.w
+	w.timer.Stop()
+	w.mu.Lock()
+	done := w.done
+	w.cancel, w.done = nil, nil
+	w.mu.Unlock()
+	if done != nil {
 		_ = l.conn.SetReadDeadline(cutDeadline)
-		<-d
+		<-done
 		_ = l.conn.SetReadDeadline(time.Time{})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -163,7 +164,7 @@ func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
 	b = strconv.AppendInt(b, int64(len(w.body)), 10)
 	if _, ok := w.header["Date"]; !ok {
 		b = append(b, "\r\nDate: "...)
-		b = now.UTC().AppendFormat(b, http.TimeFormat)
+		b = append(b, httpDate(now)...)
 	}
 	b = append(b, "\r\n"...)
 	_, _ = bw.Write(b)
@@ -221,4 +222,23 @@ func (e *Edge) closeLanes(all bool) {
 			_ = l.conn.SetDeadline(cutDeadline)
 		}
 	}
+}
+
+// dateCache is the Date value of the current second.
+var dateCache atomic.Pointer[cachedDate]
+
+type cachedDate struct {
+	sec   int64
+	value string
+}
+
+// httpDate is now as a Date header value, formatted once a second.
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.sec == sec {
+		return d.value
+	}
+	d := &cachedDate{sec: sec, value: now.UTC().Format(http.TimeFormat)}
+	dateCache.Store(d)
+	return d.value
 }

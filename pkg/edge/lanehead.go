@@ -1,0 +1,144 @@
+package edge
+
+import (
+	"bytes"
+	"net/http"
+	"net/textproto"
+	"net/url"
+)
+
+// A lane reads the head of a plain request itself: http.ReadRequest,
+// which handles every form HTTP/1.1 allows, was the largest part of a
+// lane's own work on a call. parseLaneHead takes only the form a client
+// library sends for a tools/call (request line "POST /mcp HTTP/1.1",
+// one Host, a Content-Length, no folded lines, no Transfer-Encoding,
+// Expect, Upgrade or Connection other than keep-alive) and leaves
+// anything else, unread, to http.ReadRequest.
+
+// laneRequestLine is the only request line parseLaneHead takes.
+const laneRequestLine = "POST /mcp HTTP/1.1"
+
+// parseLaneHead parses the request head at the start of buf. It returns
+// the request (its Body unset) and the head's length, or ok false when the
+// head is incomplete or of another form.
+func parseLaneHead(buf []byte) (req *http.Request, n int, ok bool) {
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, 0, false
+	}
+	line, rest, _ := bytes.Cut(buf[:end+2], []byte("\r\n"))
+	if string(line) != laneRequestLine {
+		return nil, 0, false
+	}
+	h := make(http.Header, 10)
+	length, host := int64(-1), ""
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || !headerToken(name) {
+			return nil, 0, false
+		}
+		value = bytes.Trim(value, " \t")
+		if !headerValue(value) {
+			return nil, 0, false
+		}
+		key := laneHeaderKey(name)
+		switch key {
+		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer":
+			return nil, 0, false
+		case "Connection":
+			if !bytes.EqualFold(value, []byte("keep-alive")) {
+				return nil, 0, false
+			}
+		case "Content-Length":
+			if length >= 0 || len(value) == 0 || len(value) > 12 {
+				return nil, 0, false
+			}
+			length = 0
+			for _, c := range value {
+				if c < '0' || c > '9' {
+					return nil, 0, false
+				}
+				length = length*10 + int64(c-'0')
+			}
+		case "Host":
+			if host != "" || len(value) == 0 || !hostChars(value) {
+				return nil, 0, false
+			}
+			host = string(value)
+			continue // kept in req.Host, not in the header, as ReadRequest does
+		}
+		h[key] = append(h[key], string(value))
+	}
+	if length < 0 || host == "" {
+		return nil, 0, false
+	}
+	req = &http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/mcp"}, Proto: "HTTP/1.1",
+		ProtoMajor: 1, ProtoMinor: 1, Header: h, ContentLength: length, Host: host, RequestURI: "/mcp"}
+	return req, end + 4, true
+}
+
+// laneHeaderKey is the canonical form of a header name, without an
+// allocation for the names a call carries.
+func laneHeaderKey(name []byte) string {
+	switch string(name) {
+	case "Host":
+		return "Host"
+	case "Content-Type":
+		return "Content-Type"
+	case "Content-Length":
+		return "Content-Length"
+	case "Accept":
+		return "Accept"
+	case "Accept-Encoding":
+		return "Accept-Encoding"
+	case "User-Agent":
+		return "User-Agent"
+	case "Mcp-Session-Id":
+		return "Mcp-Session-Id"
+	case "Mcp-Protocol-Version":
+		return "Mcp-Protocol-Version"
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(name))
+}
+
+// headerToken reports whether b is a header name (an RFC 9110 token).
+func headerToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// headerValue reports whether b is a header value without control
+// characters (tab aside).
+func headerValue(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// hostChars reports whether b has only the bytes of a host[:port] of a
+// name or an IP address.
+func hostChars(b []byte) bool {
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
