@@ -67,15 +67,17 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" || t.proxied(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	return t.exchange(req.Context(), hostPort(req.URL), req, func(bw *bufio.Writer) error {
+	read := func(br *bufio.Reader) (*http.Response, error) { return http.ReadResponse(br, req) }
+	return t.exchange(req.Context(), hostPort(req.URL), req, read, func(bw *bufio.Writer) error {
 		return req.Write(bw)
 	})
 }
 
 // exchange makes one exchange on a connection to addr: write writes the
-// request (req: what the response is read for, its body closed when no
-// connection is had).
-func (t *connTransport) exchange(ctx context.Context, addr string, req *http.Request, write func(*bufio.Writer) error) (*http.Response, error) {
+// request and read reads a response (req: the request, its body closed
+// when no connection is had).
+func (t *connTransport) exchange(ctx context.Context, addr string, req *http.Request,
+	read func(*bufio.Reader) (*http.Response, error), write func(*bufio.Writer) error) (*http.Response, error) {
 	bc, err := t.conn(ctx, addr)
 	if err != nil {
 		if req.Body != nil {
@@ -101,7 +103,7 @@ func (t *connTransport) exchange(ctx context.Context, addr string, req *http.Req
 	}
 	var resp *http.Response
 	for interim := 0; ; interim++ {
-		if resp, err = http.ReadResponse(bc.br, req); err != nil {
+		if resp, err = read(bc.br); err != nil {
 			return fail(fmt.Errorf("read response: %w", err))
 		}
 		// Interim 1xx responses precede the real one (a few at most; 101

@@ -32,43 +32,29 @@ func parseLaneHead(buf []byte) (req *http.Request, n int, ok bool) {
 	}
 	h := make(http.Header, 10)
 	length, host := int64(-1), ""
-	for len(rest) > 0 {
-		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
-		name, value, found := bytes.Cut(line, []byte(":"))
-		if !found || !headerToken(name) {
-			return nil, 0, false
-		}
-		value = bytes.Trim(value, " \t")
-		if !headerValue(value) {
-			return nil, 0, false
-		}
-		key := laneHeaderKey(name)
+	ok = parseHeaderLines(rest, h, func(key string, value []byte) (keep, ok bool) {
 		switch key {
 		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer":
-			return nil, 0, false
+			return false, false
 		case "Connection":
-			if !bytes.EqualFold(value, []byte("keep-alive")) {
-				return nil, 0, false
-			}
+			return true, bytes.EqualFold(value, []byte("keep-alive"))
 		case "Content-Length":
-			if length >= 0 || len(value) == 0 || len(value) > 12 {
-				return nil, 0, false
+			if length >= 0 {
+				return false, false
 			}
-			length = 0
-			for _, c := range value {
-				if c < '0' || c > '9' {
-					return nil, 0, false
-				}
-				length = length*10 + int64(c-'0')
-			}
+			length, ok = contentLength(value)
+			return true, ok
 		case "Host":
 			if host != "" || len(value) == 0 || !hostChars(value) {
-				return nil, 0, false
+				return false, false
 			}
 			host = string(value)
-			continue // kept in req.Host, not in the header, as ReadRequest does
+			return false, true // kept in req.Host, not in the header, as ReadRequest does
 		}
-		h[key] = append(h[key], string(value))
+		return true, true
+	})
+	if !ok {
+		return nil, 0, false
 	}
 	if length < 0 || host == "" {
 		return nil, 0, false
@@ -76,6 +62,50 @@ func parseLaneHead(buf []byte) (req *http.Request, n int, ok bool) {
 	req = &http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/mcp"}, Proto: "HTTP/1.1",
 		ProtoMajor: 1, ProtoMinor: 1, Header: h, ContentLength: length, Host: host, RequestURI: "/mcp"}
 	return req, end + 4, true
+}
+
+// parseHeaderLines parses block, header lines each ended by CRLF, into h.
+// special sees each line's canonical name and value first: keep false
+// leaves it out of h, ok false makes the block refused. Folded lines,
+// names that are not tokens and values with control characters are
+// refused.
+func parseHeaderLines(block []byte, h http.Header, special func(key string, value []byte) (keep, ok bool)) bool {
+	for len(block) > 0 {
+		var line []byte
+		line, block, _ = bytes.Cut(block, []byte("\r\n"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || !headerToken(name) {
+			return false
+		}
+		value = bytes.Trim(value, " \t")
+		if !headerValue(value) {
+			return false
+		}
+		key := laneHeaderKey(name)
+		keep, ok := special(key, value)
+		if !ok {
+			return false
+		}
+		if keep {
+			h[key] = append(h[key], string(value))
+		}
+	}
+	return true
+}
+
+// contentLength parses a Content-Length value.
+func contentLength(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 12 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // laneHeaderKey is the canonical form of a header name, without an
@@ -98,6 +128,14 @@ func laneHeaderKey(name []byte) string {
 		return "Mcp-Session-Id"
 	case "Mcp-Protocol-Version":
 		return "Mcp-Protocol-Version"
+	case "Transfer-Encoding":
+		return "Transfer-Encoding"
+	case "Date":
+		return "Date"
+	case "Cache-Control":
+		return "Cache-Control"
+	case "Connection":
+		return "Connection"
 	}
 	return textproto.CanonicalMIMEHeaderKey(string(name))
 }

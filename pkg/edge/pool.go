@@ -221,6 +221,10 @@ func notSent(err error) bool {
 // also send to the backend (a 2026-07-28 request would make the edge
 // speak 2026-07-28 to a backend that does not).
 func detach(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := parent.Value(laterKey{}).(*closings); ok {
+		// A call lane's context: made by the edge, never by the go-sdk.
+		return context.WithTimeout(parent, timeout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	if c := parent.Value(laterKey{}); c != nil { // not the go-sdk's: the edge's own
 		ctx = context.WithValue(ctx, laterKey{}, c)

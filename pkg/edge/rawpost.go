@@ -2,8 +2,12 @@ package edge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"sync"
@@ -66,7 +70,7 @@ func ascii(s string) bool {
 // post posts the JSON-RPC message body on the backend session sid (a
 // header-safe value: see ascii).
 func (t *connTransport) post(ctx context.Context, pt *postTarget, sid string, body []byte) (*http.Response, error) {
-	return t.exchange(ctx, pt.addr, postRequest, func(bw *bufio.Writer) error {
+	return t.exchange(ctx, pt.addr, postRequest, readPostResponse, func(bw *bufio.Writer) error {
 		b := bw.AvailableBuffer()
 		b = append(b, pt.head...)
 		if sid != "" {
@@ -90,3 +94,158 @@ type targetCache struct {
 	tmu     sync.Mutex
 	targets map[string]*postTarget // nil values: URLs not posted to directly
 }
+
+// A post's response head is parsed in place when it has the form a
+// backend's HTTP server writes (parseResponseHead); anything else is read
+// by http.ReadResponse.
+
+// readPostResponse reads the response to a post from br.
+func readPostResponse(br *bufio.Reader) (*http.Response, error) {
+	if _, err := br.Peek(1); err != nil {
+		return http.ReadResponse(br, postRequest) // its error for a cut connection
+	}
+	buf, _ := br.Peek(br.Buffered())
+	resp, n, ok := parseResponseHead(buf)
+	if !ok {
+		return http.ReadResponse(br, postRequest)
+	}
+	_, _ = br.Discard(n)
+	switch {
+	case resp.ContentLength < 0:
+		resp.Body = &chunkedBody{cr: httputil.NewChunkedReader(br), br: br}
+	case resp.ContentLength == 0:
+		resp.Body = http.NoBody
+	default:
+		resp.Body = &lengthBody{br: br, n: resp.ContentLength}
+	}
+	return resp, nil
+}
+
+// parseResponseHead parses the response head at the start of buf when it
+// is HTTP/1.1 with a status that has a body (not 1xx, 204 or 304), framed
+// by chunks or a Content-Length (ContentLength -1: chunked). ok false:
+// incomplete or another form.
+func parseResponseHead(buf []byte) (resp *http.Response, n int, ok bool) {
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, 0, false
+	}
+	line, rest, _ := bytes.Cut(buf[:end+2], []byte("\r\n"))
+	status, found := bytes.CutPrefix(line, []byte("HTTP/1.1 "))
+	if !found || len(status) < 3 || len(status) > 3 && status[3] != ' ' {
+		return nil, 0, false
+	}
+	code := 0
+	for _, c := range status[:3] {
+		if c < '0' || c > '9' {
+			return nil, 0, false
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
+		return nil, 0, false
+	}
+	h := make(http.Header, 8)
+	length, chunked, closing := int64(-1), false, false
+	ok = parseHeaderLines(rest, h, func(key string, value []byte) (keep, ok bool) {
+		switch key {
+		case "Transfer-Encoding":
+			if chunked || !bytes.EqualFold(value, []byte("chunked")) {
+				return false, false
+			}
+			chunked = true
+			return false, true // as ReadResponse: in TransferEncoding, not the header
+		case "Content-Length":
+			if length >= 0 {
+				return false, false
+			}
+			length, ok = contentLength(value)
+			return true, ok
+		case "Connection":
+			switch {
+			case bytes.EqualFold(value, []byte("close")):
+				closing = true
+				return false, true // as ReadResponse: in Close, not the header
+			case !bytes.EqualFold(value, []byte("keep-alive")):
+				return false, false
+			}
+		case "Trailer":
+			return false, false
+		}
+		return true, true
+	})
+	if !ok || chunked == (length >= 0) { // framed one way exactly
+		return nil, 0, false
+	}
+	resp = &http.Response{Status: string(status), StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, ContentLength: length, Close: closing, Request: postRequest}
+	if chunked {
+		resp.TransferEncoding = []string{"chunked"}
+		delete(h, "Content-Length")
+	}
+	return resp, end + 4, true
+}
+
+// maxTrailerLines bounds the trailer of a chunked body.
+const maxTrailerLines = 32
+
+// chunkedBody is a chunked response body: at the last chunk it reads the
+// trailer (discarded), so that the connection is at the next response.
+type chunkedBody struct {
+	cr  io.Reader
+	br  *bufio.Reader
+	err error
+}
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.cr.Read(p)
+	if err == io.EOF {
+		err = b.readTrailer()
+	}
+	b.err = err
+	return n, err
+}
+
+func (b *chunkedBody) readTrailer() error {
+	for range maxTrailerLines {
+		line, err := b.br.ReadSlice('\n')
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("chunked body trailer: %w", err)
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return io.EOF
+		}
+	}
+	return fmt.Errorf("chunked body trailer: more than %d lines", maxTrailerLines)
+}
+
+func (b *chunkedBody) Close() error { return nil }
+
+// lengthBody is a response body of n bytes.
+type lengthBody struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (b *lengthBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.br.Read(p)
+	b.n -= int64(n)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // cut before its length
+	}
+	return n, err
+}
+
+func (b *lengthBody) Close() error { return nil }
