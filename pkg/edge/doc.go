@@ -96,7 +96,20 @@
 // caller's goroutine over pooled keep-alive connections (conntransport.go):
 // net/http's Transport hands each exchange to two goroutines of the
 // connection, which on a busy machine cost more than the rest of the hop.
-// Options.BackendHTTPClient replaces it.
+// Its JSON-RPC posts are written from a request head built once per
+// backend URL, and a response head of the plain form is parsed in place
+// (rawpost.go). Options.BackendHTTPClient replaces it.
+//
+// After the edge answered such a call on an HTTP/1.1 keep-alive
+// connection, the connection becomes a call lane (lane.go): the edge
+// hijacks it and answers the next plain calls on it itself, without
+// net/http's server and its per-request goroutine hand-offs. Any other
+// request on a lane goes back to the server with the bytes read for it,
+// through a listener the server also serves; the server then answers it
+// as if the lane had never been. A lane reads the client's side during a
+// call only if the call lasts over 20 ms (a client leaving then cancels
+// it), and shutdown closes idle lanes at once and drains busy ones.
+// Metrics: fleetgate_edge_call_lanes, fleetgate_edge_call_lane_handbacks_total.
 //
 // A session is forgotten when its client deletes it, and otherwise by a
 // sweep (once a second) that finds its go-sdk session ended: no goroutine

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -37,7 +38,13 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 		s.flags.Load() != flagBound|flagInitialized || !fastHeaders(r, s.protocolVersion()) {
 		return false
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	var data []byte
+	var err error
+	if lb, ok := r.Body.(*laneBody); ok { // read whole already
+		data = lb.data
+	} else {
+		data, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	}
 	restore := func() bool {
 		r.Body = struct {
 			io.Reader
@@ -141,13 +148,22 @@ func fastHeaders(r *http.Request, version string) bool {
 	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
+			return false
+		}
 	}
 	if jsonOK, streamOK := accepts(r); !jsonOK || !streamOK {
 		return false
 	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopback(la.String()) {
+	la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if ta, ok := la.(*net.TCPAddr); ok {
+		if ta.IP.IsLoopback() {
+			return loopback(r.Host)
+		}
+		return true
+	}
+	if la != nil && loopback(la.String()) {
 		return loopback(r.Host)
 	}
 	return true
@@ -163,8 +179,8 @@ func loopback(hostport string) bool {
 	if host == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // fastMessage is a message fastCall handles: a tools/call request, or a

@@ -284,3 +284,21 @@ func TestFastPathStrictness(t *testing.T) {
 		}
 	}
 }
+
+// encodeCallParams writes a tool name as encoding/json would.
+func TestEncodeCallParamsName(t *testing.T) {
+	for _, name := range []string{"echo", "a_b-c.d", "say \"hi\"", `back\slash`, "<tag>&", "tab\there", "é", "\u2028", ""} {
+		got := encodeCallParams(name, json.RawMessage(`{"x":1}`))
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if err := json.Unmarshal(got, &p); err != nil || p.Name != name || string(p.Arguments) != `{"x":1}` {
+			t.Fatalf("%q: %s (%v)", name, got, err)
+		}
+		want, _ := json.Marshal(name)
+		if !strings.Contains(string(got), `"name":`+string(want)+`,`) {
+			t.Errorf("%q: %s, want the name as %s", name, got, want)
+		}
+	}
+}

@@ -84,7 +84,12 @@ func (p *pool) callTool(ctx context.Context, backend, url, name string, args jso
 // decoded message (valid JSON); an empty one is sent as {}, as the go-sdk
 // client does.
 func encodeCallParams(name string, args json.RawMessage) json.RawMessage {
-	quoted, _ := json.Marshal(name) // a string always encodes
+	var quoted []byte
+	if plainName(name) {
+		quoted = append(append(append(make([]byte, 0, len(name)+2), '"'), name...), '"')
+	} else {
+		quoted, _ = json.Marshal(name) // a string always encodes
+	}
 	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = json.RawMessage("{}")
 	}
@@ -94,6 +99,19 @@ func encodeCallParams(name string, args json.RawMessage) json.RawMessage {
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
 	return append(b, '}')
+}
+
+// plainName reports whether name is JSON-encoded as itself in quotes:
+// printable ASCII without '"', '\\' or the characters encoding/json
+// escapes for HTML ('<', '>', '&').
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // rawCall sends one JSON-RPC request on the backend session sid and

@@ -197,9 +197,17 @@ func (l *callLane) readBody(req *http.Request) bool {
 	if err != nil || len(body) > maxBody {
 		return false
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.Body = &laneBody{Reader: bytes.NewReader(body), data: body}
 	return true
 }
+
+// laneBody is the body of a request on a lane, read whole.
+type laneBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*laneBody) Close() error { return nil }
 
 // laneHeaderTimeout bounds the reading of a request's head once its first
 // byte came (the server's ReadHeaderTimeout).
