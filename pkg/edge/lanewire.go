@@ -167,9 +167,17 @@ func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
 		b = append(b, httpDate(now)...)
 	}
 	b = append(b, "\r\n"...)
-	_, _ = bw.Write(b)
-	if err := w.header.Write(bw); err != nil {
-		return err
+	if ct := w.header["Content-Type"]; len(w.header) == 1 && len(ct) == 1 && headerValue([]byte(ct[0])) {
+		// A call's response: its one header written as is.
+		b = append(b, "Content-Type: "...)
+		b = append(b, ct[0]...)
+		b = append(b, "\r\n"...)
+		_, _ = bw.Write(b)
+	} else {
+		_, _ = bw.Write(b)
+		if err := w.header.Write(bw); err != nil {
+			return err
+		}
 	}
 	_, _ = bw.WriteString("\r\n")
 	_, _ = bw.Write(w.body)
