@@ -30,7 +30,9 @@
 // IncludeArguments is set, so by default they never leave the call path.
 //
 // [Trail.Run] is the only consumer. It publishes with js.PublishAsync, in
-// queue order, keeping at most Window (default 256) publishes awaiting
+// queue order. After a publish it lets entries gather for Linger (default
+// 5ms) and then publishes them together, so that Record wakes it once per
+// Linger rather than once per call. It keeps at most Window (default 256) publishes awaiting
 // their acknowledgement; when the window is full it waits for the oldest
 // before taking the next entry, and the queue absorbs the difference. A
 // publish that fails, or is not acknowledged within AckTimeout, is counted

@@ -24,6 +24,10 @@ type publisher struct {
 	armed   uint64      // seq the timer is armed for; 0 for none
 	seq     uint64
 	failing bool // the last publish failed (logs once per failure streak)
+	// linger fires when the entries gathered since the last publish are
+	// to be taken; lingering while it is armed.
+	linger    *time.Timer
+	lingering bool
 }
 
 type inflight struct {
@@ -34,12 +38,16 @@ type inflight struct {
 }
 
 func newPublisher(t *Trail) *publisher {
-	timer := time.NewTimer(time.Hour)
+	timer, linger := time.NewTimer(time.Hour), time.NewTimer(time.Hour)
 	timer.Stop()
-	return &publisher{t: t, timer: timer}
+	linger.Stop()
+	return &publisher{t: t, timer: timer, linger: linger}
 }
 
-func (p *publisher) stop() { p.timer.Stop() }
+func (p *publisher) stop() {
+	p.timer.Stop()
+	p.linger.Stop()
+}
 
 // loop publishes queued entries and collects acknowledgements until stop is
 // closed (it then returns false) or, when draining, until the queue and the
@@ -63,14 +71,37 @@ func (p *publisher) loop(stop <-chan struct{}, draining bool) bool {
 			}
 		}
 		queue := p.t.queue
-		if len(p.window) >= p.t.o.Window {
+		var linger <-chan time.Time
+		switch {
+		case len(p.window) >= p.t.o.Window:
 			queue = nil // window full: wait for the oldest acknowledgement
+		case p.lingering && draining:
+			p.linger.Stop()
+			p.lingering = false
+		case p.lingering:
+			queue, linger = nil, p.linger.C // entries gather in the queue meanwhile
 		}
 		select {
 		case <-stop:
 			return false
+		case <-linger:
+			p.lingering = false
 		case e := <-queue:
 			p.publish(e)
+			// What else is queued goes now; later entries gather for
+			// Linger (not when draining: then nothing waits).
+			for more := true; more && len(p.window) < p.t.o.Window; {
+				select {
+				case e := <-p.t.queue:
+					p.publish(e)
+				default:
+					more = false
+				}
+			}
+			if p.t.o.Linger > 0 && !draining {
+				p.linger.Reset(p.t.o.Linger)
+				p.lingering = true
+			}
 		case <-okC:
 			p.pop()
 			p.t.published.Add(1)

@@ -268,3 +268,47 @@ func TestSubject(t *testing.T) {
 		}
 	}
 }
+
+// An entry recorded while Run lingers after a publish waits for the
+// linger to end, and is then published; the first is not held back.
+func TestLinger(t *testing.T) {
+	e := newEnv(t)
+	const linger = 300 * time.Millisecond
+	tr, err := Open(t.Context(), e.js, &Options{Linger: linger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runTrail(t, tr)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	published := func(n uint64) bool { return tr.Stats().Published == n }
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: stats %+v", what, tr.Stats())
+			}
+		}
+	}
+	start := time.Now()
+	tr.Record(sample(0))
+	waitFor("first entry published", func() bool { return published(1) })
+	if d := time.Since(start); d >= linger {
+		t.Fatalf("the first entry was published after %v: held back by the linger (%v)", d, linger)
+	}
+	tr.Record(sample(1))
+	tr.Record(sample(2))
+	waitFor("the others published", func() bool { return published(3) })
+	if d := time.Since(start); d < linger {
+		t.Fatalf("entries recorded while lingering published after %v, before the linger (%v) ended", d, linger)
+	}
+	got, _ := e.read(t, DefaultStream, 3)
+	for i, en := range got {
+		if want := sample(i); en.Tool != want.Tool || !en.Time.Equal(want.Time) {
+			t.Fatalf("entry %d: %+v, want %+v", i, en, want)
+		}
+	}
+}
