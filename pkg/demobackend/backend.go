@@ -116,6 +116,14 @@ func (b *Backend) AddTool(t *mcp.Tool) {
 	})
 }
 
+// AddToolFunc adds (or replaces) a tool answered by h.
+func (b *Backend) AddToolFunc(t *mcp.Tool, h mcp.ToolHandler) {
+	b.srv.AddTool(t, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b.calls.Add(1)
+		return h(ctx, r)
+	})
+}
+
 // RemoveTools removes tools by name.
 func (b *Backend) RemoveTools(names ...string) { b.srv.RemoveTools(names...) }
 

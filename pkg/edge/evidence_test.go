@@ -1,12 +1,14 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
@@ -131,18 +133,23 @@ func TestToolCallsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startBackend(t, "alpha", nil)
+	b.AddToolFunc(&mcp.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil
+		})
 	f.healthyBackend("default", b)
 	e := startRecordEdge(t, f, "a", nil, func(o *Options) { o.CallTrail = trail })
 	c := connectAs(t, e.MCPURL(), "alice", true)
 	c.call(t, "alpha_echo", map[string]any{"text": "audited"})
 	c.call(t, "nope_echo", nil)
-	eventually(t, 10*time.Second, "entries published", func() bool { return trail.Stats().Published >= 2 })
+	c.call(t, "alpha_fail", nil)
+	eventually(t, 10*time.Second, "entries published", func() bool { return trail.Stats().Published >= 3 })
 	cons, err := f.js.OrderedConsumer(t.Context(), calltrail.DefaultStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []calltrail.Entry
-	for range 2 {
+	for range 3 {
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -161,5 +168,8 @@ func TestToolCallsAudited(t *testing.T) {
 	}
 	if bad := got[1]; bad.Tool != "nope_echo" || bad.Outcome != calltrail.OutcomeError || bad.Error == "" {
 		t.Fatalf("entry of the unknown tool %+v", bad)
+	}
+	if failed := got[2]; failed.Tool != "alpha_fail" || failed.Outcome != calltrail.OutcomeIsError || failed.Error != "it failed" {
+		t.Fatalf("entry of an isError result %+v", failed)
 	}
 }

@@ -132,7 +132,12 @@ func (e *Edge) answerCall(ctx context.Context, s *session, req *mcp.CallToolRequ
 	next := func(ctx context.Context, _ string, r mcp.Request) (mcp.Result, error) {
 		p := r.(*mcp.CallToolRequest).Params
 		reply = e.forwardTool(ctx, p.Name, p.Arguments)
-		return reply.decoded(), nil // the audit reads it
+		if reply.raw != nil && !reply.isError {
+			// The audit reads only IsError and an error's text: the
+			// result is not decoded for it.
+			return &mcp.CallToolResult{}, nil
+		}
+		return reply.decoded(), nil
 	}
 	_, err := e.audited(ctx, s, req, "tools/call", next)
 	return reply, err

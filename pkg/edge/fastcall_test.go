@@ -228,9 +228,9 @@ func TestRawCall(t *testing.T) {
 	defer srv.Close()
 	p := newPool(srv.Client(), time.Minute, nil)
 	ctx := context.Background()
-	raw, plain, err := p.rawCall(ctx, srv.URL, "s1", "tools/call", &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}})
-	if err != nil || !strings.Contains(string(raw), `"ok"`) || !plain {
-		t.Fatalf("event stream: %s plain=%v %v", raw, plain, err)
+	raw, shape, err := p.rawCall(ctx, srv.URL, "s1", "tools/call", &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}})
+	if err != nil || !strings.Contains(string(raw), `"ok"`) || shape != (resultShape{plain: true}) {
+		t.Fatalf("event stream: %s %+v %v", raw, shape, err)
 	}
 	mu.Lock()
 	refused := strings.Join(posts, "\n")

@@ -51,10 +51,13 @@ type wireMessage struct {
 	Method string          `json:"method,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
-	// plain: Result is a tools/call result of the common shape
-	// (plainToolValue).
-	plain bool
+	shape resultShape
 }
+
+// resultShape is what the edge learnt of a tools/call result while it
+// parsed the response: whether it has the common shape (plainToolValue)
+// and whether it is an isError result.
+type resultShape struct{ plain, isError bool }
 
 // callTool forwards a tools/call of tool name with the raw arguments args
 // (an object; nil for none) to backend at url with the retry rules of do:
@@ -63,12 +66,12 @@ type wireMessage struct {
 func (p *pool) callTool(ctx context.Context, backend, url, name string, args json.RawMessage) (toolReply, error) {
 	params := encodeCallParams(name, args)
 	return do(ctx, p, backend, url, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (toolReply, error) {
-		raw, plain, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
+		raw, shape, err := p.rawCall(ctx, url, cs.ID(), "tools/call", params)
 		if err != nil {
 			return toolReply{}, err
 		}
-		if plain {
-			return toolReply{raw: raw}, nil // decoded when needed
+		if shape.plain {
+			return toolReply{raw: raw, isError: shape.isError}, nil // decoded when needed
 		}
 		// Another shape is decoded (validated) and sent re-encoded, as the
 		// go-sdk path would: encoding/json is lenient about member names.
@@ -115,19 +118,19 @@ func plainName(name string) bool {
 }
 
 // rawCall sends one JSON-RPC request on the backend session sid and
-// returns the raw result of its response (and whether it is a plain
-// tools/call result: plainToolValue). params is JSON already encoded
+// returns the raw result of its response (and its shape, for a tools/call
+// result). params is JSON already encoded
 // (json.RawMessage) or a value to encode. The request gets an id of its
 // own (the session is shared by every caller, and its go-sdk client uses
 // numeric ids). When ctx ends first the backend is sent
 // notifications/cancelled, as the go-sdk client would.
-func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any) (json.RawMessage, bool, error) {
+func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any) (json.RawMessage, resultShape, error) {
 	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
 	enc, ok := params.(json.RawMessage)
 	if !ok {
 		var err error
 		if enc, err = json.Marshal(params); err != nil {
-			return nil, false, fmt.Errorf("encode request: %w", err)
+			return nil, resultShape{}, fmt.Errorf("encode request: %w", err)
 		}
 	}
 	// The id and method are the edge's own: no escaping needed.
@@ -144,28 +147,28 @@ func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any)
 		if ctx.Err() != nil {
 			p.cancelled(ctx, url, sid, id)
 		}
-		return nil, false, err
+		return nil, resultShape{}, err
 	}
 	defer closeLater(ctx, resp.Body)
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, false, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
+		return nil, resultShape{}, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
 	case resp.StatusCode/100 != 2:
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, false, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+		return nil, resultShape{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
 	msg, err := p.readResponse(ctx, resp, url, sid, id)
 	if err != nil {
 		if ctx.Err() != nil {
 			p.cancelled(ctx, url, sid, id)
-			return nil, false, ctx.Err()
+			return nil, resultShape{}, ctx.Err()
 		}
-		return nil, false, err
+		return nil, resultShape{}, err
 	}
 	if msg.Error != nil {
-		return nil, false, msg.Error
+		return nil, resultShape{}, msg.Error
 	}
-	return msg.Result, msg.plain, nil
+	return msg.Result, msg.shape, nil
 }
 
 // post sends one JSON-RPC message on the backend session sid.
@@ -333,7 +336,8 @@ func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id strin
 		}
 		msg := &wireMessage{ID: m.Get("id").MarshalTo(nil)}
 		if r := m.Get("result"); r != nil {
-			msg.Result, msg.plain = r.MarshalTo(nil), plainToolValue(r)
+			msg.Result = r.MarshalTo(nil)
+			msg.shape = resultShape{plain: plainToolValue(r), isError: r.GetBool("isError")}
 		}
 		if e := m.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
 			msg.Error = &jsonrpc.Error{}

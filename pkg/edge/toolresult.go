@@ -15,8 +15,9 @@ import (
 // toolReply is a tools/call result: a plain one as the backend sent it
 // (raw), or a value (res; raw nil).
 type toolReply struct {
-	raw json.RawMessage
-	res *mcp.CallToolResult // nil until decoded
+	raw     json.RawMessage
+	isError bool                // of raw
+	res     *mcp.CallToolResult // nil until decoded
 }
 
 // decoded is the result as a value. A raw result was validated when it
