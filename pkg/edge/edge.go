@@ -175,7 +175,7 @@ type Edge struct {
 	noLanes   atomic.Bool
 	laneMu    sync.Mutex
 	lanes     map[*callLane]struct{}
-	lanesShut bool
+	lanesShut atomic.Bool // shutdown began: lanes close when idle
 }
 
 type eventTime struct {

@@ -217,7 +217,9 @@ const laneHeaderTimeout = 10 * time.Second
 // false when the connection ended or shutdown closed the lane.
 func (l *callLane) waitRequest() bool {
 	if l.br.Buffered() == 0 {
-		if !l.state.CompareAndSwap(laneActive, laneIdle) {
+		// Idle before closeLanes looks (it then cuts the read) or after it
+		// raised lanesShut (seen here).
+		if !l.state.CompareAndSwap(laneActive, laneIdle) || l.e.lanesShut.Load() {
 			return false
 		}
 		if _, err := l.br.Peek(1); err != nil {
@@ -227,7 +229,7 @@ func (l *callLane) waitRequest() bool {
 			return false // closed by shutdown meanwhile, as the server closes idle connections
 		}
 	}
-	return !l.e.lanesClosing()
+	return !l.e.lanesShut.Load()
 }
 
 // laneWatch notices a client leaving during a long call: after

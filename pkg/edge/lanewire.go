@@ -195,7 +195,7 @@ func (w *laneWriter) copyTo(rw http.ResponseWriter) {
 func (e *Edge) addLane(l *callLane) bool {
 	e.laneMu.Lock()
 	defer e.laneMu.Unlock()
-	if e.lanesShut {
+	if e.lanesShut.Load() {
 		return false
 	}
 	e.lanes[l] = struct{}{}
@@ -208,19 +208,12 @@ func (e *Edge) removeLane(l *callLane) {
 	e.laneMu.Unlock()
 }
 
-// lanesClosing reports whether shutdown began.
-func (e *Edge) lanesClosing() bool {
-	e.laneMu.Lock()
-	defer e.laneMu.Unlock()
-	return e.lanesShut
-}
-
 // closeLanes closes the idle lanes (all of them, cutting their calls'
 // connections, with all) and keeps new ones from starting.
 func (e *Edge) closeLanes(all bool) {
 	e.laneMu.Lock()
 	defer e.laneMu.Unlock()
-	e.lanesShut = true
+	e.lanesShut.Store(true)
 	for l := range e.lanes {
 		switch {
 		case l.state.CompareAndSwap(laneIdle, laneClosed):
