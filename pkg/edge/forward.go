@@ -51,7 +51,7 @@ type wireMessage struct {
 	Method string          `json:"method,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
-	shape resultShape
+	shape  resultShape
 }
 
 // resultShape is what the edge learnt of a tools/call result while it
@@ -218,6 +218,13 @@ func (p *pool) cancelled(ctx context.Context, url, sid, id string) {
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
 		"params": map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()}})
 	if err != nil {
+		return
+	}
+	// Not once closeAll began: a call still ending then may not add to
+	// the WaitGroup closeAll waits on.
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
+	if p.ctx.Err() != nil {
 		return
 	}
 	p.bg.Go(func() {

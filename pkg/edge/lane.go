@@ -63,6 +63,8 @@ type callLane struct {
 	later  closings // of the current call
 	w      laneWatch
 	remote string // the client's address
+	// handedBack: the server has the connection now.
+	handedBack bool
 }
 
 // laneable reports whether the connection of r may become a lane after
@@ -88,113 +90,174 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 	// not read further (the server's reader is done with the connection).
 	pending := make([]byte, brw.Reader.Buffered())
 	_, _ = brw.Reader.Read(pending)
+	if rc, ok := conn.(*replayConn); ok {
+		// A connection a lane gave back before: the lane reads the
+		// connection itself, after what the server left of the replay,
+		// so that wrappers do not pile up as requests alternate.
+		conn, pending = rc.Conn, append(pending, rc.replay...)
+	}
 	// The server may have left deadlines on the connection.
 	_ = conn.SetDeadline(time.Time{})
 	l := &callLane{e: e, conn: conn, bw: brw.Writer, remote: r.RemoteAddr}
-	// The calls' contexts have the server's values (the local address);
-	// the lane itself, not the server's connection, ends them.
-	l.base = context.WithValue(context.WithoutCancel(r.Context()), laterKey{}, &l.later)
-	l.src = &laneSource{conn: conn, pending: pending}
-	l.br = bufio.NewReaderSize(l.src, 4<<10)
-	err = lw.writeTo(l.bw, time.Now())
-	e.posting.Add(-1)
-	if err != nil {
-		conn.Close()
-		return
-	}
-	if !e.addLane(l) {
-		conn.Close()
-		return
-	}
-	e.m.lanes.Inc()
-	defer e.m.lanes.Dec()
-	defer e.removeLane(l)
-	defer func() {
-		if l.w.timer != nil {
-			l.w.timer.Stop()
+	defer func() { // also when a call panics (the server recovers, but does not close a hijacked connection)
+		if !l.handedBack {
+			l.conn.Close()
 		}
 	}()
-	l.serve()
+	// The calls' contexts have the server's values (its address), not the
+	// first request's; the lane, not the server's connection, ends them.
+	base := context.Background()
+	for _, k := range []any{http.ServerContextKey, http.LocalAddrContextKey} {
+		if v := r.Context().Value(k); v != nil {
+			base = context.WithValue(base, k, v)
+		}
+	}
+	l.base = context.WithValue(base, laterKey{}, &l.later)
+	l.src = &laneSource{conn: conn, pending: pending}
+	l.br = bufio.NewReaderSize(l.src, 4<<10)
+	// Registered before the first write, so that shutdown can cut a write
+	// to a client that does not read.
+	registered := e.addLane(l)
+	if registered {
+		e.m.lanes.Inc()
+		defer e.m.lanes.Dec()
+		defer e.removeLane(l)
+		defer l.w.stop()
+	}
+	keep := func() bool {
+		defer e.posting.Add(-1)
+		return l.respond(lw, !registered)
+	}()
+	if keep {
+		l.serve()
+	}
 }
 
 // serve answers requests until one goes back to the server or the
 // connection ends.
 func (l *callLane) serve() {
-	e := l.e
-	for {
-		l.src.record(l.br, maxLaneHeader)
-		if !l.waitRequest() {
-			l.conn.Close()
-			return
-		}
+	for l.next() {
 		req := l.readHead()
 		var s *session
 		if req != nil {
-			s = e.laneSession(req)
+			s = l.e.laneSession(req)
 		}
 		if s == nil || !l.readBody(req) {
 			l.handBack()
 			return
 		}
-		req.RemoteAddr = l.remote
-		ctx, cancel := context.WithCancel(l.base)
-		req = req.WithContext(ctx)
-		lw := &laneWriter{header: make(http.Header, 1)}
-		e.posting.Add(1)
-		e.recs.touched(s, time.Now())
-		l.watch(cancel)
-		answered := e.fastCall(lw, req, s)
-		l.unwatch()
-		cancel()
+		answered, keep := l.call(req, s)
 		if !answered {
-			e.posting.Add(-1)
-			l.later.close()
 			l.handBack()
 			return
 		}
-		err := lw.writeTo(l.bw, time.Now())
-		e.posting.Add(-1)
-		l.later.close()
-		if err != nil {
-			l.conn.Close()
+		if !keep {
 			return
 		}
 	}
 }
 
-// readHead reads the head of the next request; nil when it is malformed.
-func (l *callLane) readHead() *http.Request {
-	buf, _ := l.br.Peek(l.br.Buffered())
-	if req, n, ok := parseLaneHead(buf); ok {
-		_, _ = l.br.Discard(n)
-		return req
+// call answers a request with fastCall. It reports whether fastCall took
+// it and whether the connection goes on after the response.
+func (l *callLane) call(req *http.Request, s *session) (answered, keep bool) {
+	e := l.e
+	e.posting.Add(1)
+	defer e.posting.Add(-1)
+	defer l.later.close() // the backend bodies' ends, after the response
+	ctx, cancel := context.WithCancel(l.base)
+	defer cancel()
+	req = req.WithContext(ctx)
+	req.RemoteAddr = l.remote
+	lw := &laneWriter{header: make(http.Header, 1)}
+	e.recs.touched(s, time.Now())
+	l.watch(cancel)
+	answered = e.fastCall(lw, req, s)
+	l.unwatch()
+	if !answered {
+		return false, false
 	}
-	_ = l.conn.SetReadDeadline(time.Now().Add(laneHeaderTimeout))
-	req, err := http.ReadRequest(l.br)
-	_ = l.conn.SetReadDeadline(time.Time{})
-	if err != nil {
-		return nil
-	}
-	return req
+	return true, l.respond(lw, false)
 }
 
-// readBody reads req's body whole, before the call, so that only the
-// watch reads the connection meanwhile. It reports false for a body
-// larger than maxBody or one cut short.
-func (l *callLane) readBody(req *http.Request) bool {
-	l.src.extend(maxBody + 4096)
-	var body []byte
-	var err error
-	if req.Body == nil { // parseLaneHead's: the length is known
-		if req.ContentLength > maxBody {
+// respond writes lw. During shutdown (or with closing) the response says
+// Connection: close, as the server's then do, and respond reports false:
+// the connection ends after it.
+func (l *callLane) respond(lw *laneWriter, closing bool) bool {
+	lw.close = closing || l.e.lanesShut.Load()
+	return lw.writeTo(l.bw, time.Now()) == nil && !lw.close
+}
+
+// laneHeaderTimeout bounds the reading of a request's head once its first
+// byte came (the server's ReadHeaderTimeout).
+const laneHeaderTimeout = 10 * time.Second
+
+// maxLeadingCRLF is how many CR or LF bytes before a request the lane
+// skips, as the server does after a POST.
+const maxLeadingCRLF = 4
+
+// next waits for the next request and starts recording it. It reports
+// false when the connection ended or shutdown closed the lane.
+func (l *callLane) next() bool {
+	for skipped := 0; ; {
+		l.src.record(l.br, maxLaneHeader)
+		if !l.waitRequest() {
 			return false
 		}
-		body = make([]byte, req.ContentLength)
-		_, err = io.ReadFull(l.br, body)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+		for skipped < maxLeadingCRLF && l.br.Buffered() > 0 {
+			if b, _ := l.br.Peek(1); b[0] != '\r' && b[0] != '\n' {
+				break
+			}
+			_, _ = l.br.Discard(1)
+			skipped++
+		}
+		if l.br.Buffered() > 0 {
+			l.src.record(l.br, maxLaneHeader) // the request begins here
+			return true
+		}
 	}
-	if err != nil || len(body) > maxBody {
+}
+
+// readHead reads the head of the next request when it has the plain form
+// of a call (parseLaneHead); nil for any other, which goes back to the
+// server.
+func (l *callLane) readHead() *http.Request {
+	for {
+		buf, _ := l.br.Peek(l.br.Buffered())
+		if req, n, ok := parseLaneHead(buf); ok {
+			_, _ = l.br.Discard(n)
+			return req
+		}
+		if bytes.Contains(buf, []byte("\r\n\r\n")) || len(buf) >= l.br.Size() {
+			return nil // whole and of another form, or longer than a call's
+		}
+		_ = l.conn.SetReadDeadline(time.Now().Add(laneHeaderTimeout))
+		_, err := l.br.Peek(len(buf) + 1)
+		_ = l.conn.SetReadDeadline(time.Time{})
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// readBody reads req's body (of req.ContentLength bytes) whole, before
+// the call, so that only the watch reads the connection meanwhile. It
+// reports false for a body larger than maxBody or one cut short. The
+// buffer grows as the body comes.
+func (l *callLane) readBody(req *http.Request) bool {
+	n := req.ContentLength
+	if n > maxBody {
+		return false
+	}
+	l.src.extend(int(n))
+	var body []byte
+	var err error
+	if n <= 64<<10 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(l.br, body)
+	} else if body, err = io.ReadAll(io.LimitReader(l.br, n)); err == nil && int64(len(body)) < n {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
 		return false
 	}
 	req.Body = &laneBody{Reader: bytes.NewReader(body), data: body}
@@ -208,10 +271,6 @@ type laneBody struct {
 }
 
 func (*laneBody) Close() error { return nil }
-
-// laneHeaderTimeout bounds the reading of a request's head once its first
-// byte came (the server's ReadHeaderTimeout).
-const laneHeaderTimeout = 10 * time.Second
 
 // waitRequest waits for the first byte of the next request. It reports
 // false when the connection ended or shutdown closed the lane.
@@ -273,6 +332,23 @@ func (l *callLane) startWatch() {
 	}()
 }
 
+// cancelCall cancels the call in progress, if any (shutdown, past its
+// drain).
+func (w *laneWatch) cancelCall() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// stop stops the timer for good (the lane ended).
+func (w *laneWatch) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
 // unwatch disarms the watch and waits for its read, if one began, to
 // end; bytes it read (a next request) stay buffered.
 func (l *callLane) unwatch() {
@@ -302,7 +378,7 @@ func (l *callLane) handBack() {
 	e := l.e
 	e.m.laneHandbacks.Inc()
 	c := &replayConn{Conn: l.conn, replay: l.src.replay()}
-	if !e.handback.hand(c) {
+	if l.handedBack = e.handback.hand(c); !l.handedBack {
 		_, _ = l.bw.WriteString("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		_ = l.bw.Flush()
 		l.conn.Close()

@@ -159,6 +159,39 @@ func TestLaneMatchesServer(t *testing.T) {
 	}
 }
 
+// Requests the server refuses or tolerates get on a lane what the server
+// gives them: a malformed Host is refused (400), CR LF before a request
+// after a POST is skipped.
+func TestLaneRefusesAsServer(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	for name, mk := range map[string]func(sid string) string{
+		"malformed Host": func(sid string) string {
+			return strings.Replace(laneRequest(sid, callBody("2", "alpha_echo")), "Host: 127.0.0.1", "Host: localhost:80{", 1)
+		},
+		"CR LF before the request": func(sid string) string { return "\r\n" + laneRequest(sid, callBody("2", "alpha_echo")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got [2]int
+			for i, lanes := range []bool{false, true} {
+				e, sid := laneEdge(t, f, lanes, nil)
+				lc := dialLane(t, e)
+				lc.send(laneRequest(sid, callBody("1", "alpha_echo")))
+				lc.read()
+				if lanes {
+					eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(e.m.lanes) == 1 })
+				}
+				lc.send(mk(sid))
+				resp, _ := lc.read()
+				got[i] = resp.StatusCode
+			}
+			if got[0] != got[1] {
+				t.Errorf("without lanes %d, with lanes %d", got[0], got[1])
+			}
+		})
+	}
+}
+
 // Requests sent together are answered in order: a call on the lane, then
 // a tools/list given back with the bytes already read for it, then a call
 // on the lane the server's handler makes again.
@@ -184,6 +217,41 @@ func TestLanePipelined(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
 		t.Fatalf("%v requests given back, want 1 (the tools/list)", n)
+	}
+}
+
+// Calls alternating with other requests move a connection between a lane
+// and the server each time; the lane still reads the connection itself,
+// not through one wrapper per move.
+func TestLaneAlternating(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e, sid := laneEdge(t, f, true, nil)
+	lc := dialLane(t, e)
+	for i := range 20 {
+		lc.send(laneRequest(sid, callBody(fmt.Sprint(2*i), "alpha_echo")))
+		if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"id":%d`, 2*i)) {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
+		}
+		lc.send(laneRequest(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 2*i+1)))
+		if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha_echo") {
+			t.Fatalf("list %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	lc.send(laneRequest(sid, callBody("99", "alpha_echo")))
+	lc.read()
+	e.laneMu.Lock()
+	defer e.laneMu.Unlock()
+	if len(e.lanes) != 1 {
+		t.Fatalf("%d lanes, want 1", len(e.lanes))
+	}
+	for l := range e.lanes {
+		if _, ok := l.conn.(*net.TCPConn); !ok {
+			t.Fatalf("the lane reads a %T, not the connection", l.conn)
+		}
+	}
+	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 20 {
+		t.Fatalf("%v requests given back, want 20", n)
 	}
 }
 

@@ -34,8 +34,8 @@ func parseLaneHead(buf []byte) (req *http.Request, n int, ok bool) {
 	length, host := int64(-1), ""
 	ok = parseHeaderLines(rest, h, func(key string, value []byte) (keep, ok bool) {
 		switch key {
-		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer":
-			return false, false
+		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer", "Pragma":
+			return false, false // Pragma: ReadRequest would add a Cache-Control
 		case "Connection":
 			return true, bytes.EqualFold(value, []byte("keep-alive"))
 		case "Content-Length":

@@ -77,10 +77,21 @@ type replayConn struct {
 func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.replay) > 0 {
 		n := copy(p, c.replay)
-		c.replay = c.replay[n:]
+		if c.replay = c.replay[n:]; len(c.replay) == 0 {
+			c.replay = nil // the lane's buffer is not kept
+		}
 		return n, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// CloseWrite closes the connection's writing side, as the server does
+// after some errors, when the connection can.
+func (c *replayConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // laneHandback is a listener the edge's MCP server serves besides its
@@ -132,6 +143,7 @@ type laneWriter struct {
 	header http.Header
 	status int
 	body   []byte
+	close  bool // the connection ends after it: Connection: close
 }
 
 func (w *laneWriter) Header() http.Header { return w.header }
@@ -160,6 +172,9 @@ func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
 	b = append(b, http.StatusText(w.status)...)
+	if w.close {
+		b = append(b, "\r\nConnection: close"...)
+	}
 	b = append(b, "\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(len(w.body)), 10)
 	if _, ok := w.header["Date"]; !ok {
@@ -208,8 +223,8 @@ func (e *Edge) removeLane(l *callLane) {
 	e.laneMu.Unlock()
 }
 
-// closeLanes closes the idle lanes (all of them, cutting their calls'
-// connections, with all) and keeps new ones from starting.
+// closeLanes closes the idle lanes (with all, every lane: its call is
+// cancelled and its connection cut) and keeps new ones from starting.
 func (e *Edge) closeLanes(all bool) {
 	e.laneMu.Lock()
 	defer e.laneMu.Unlock()
@@ -221,6 +236,7 @@ func (e *Edge) closeLanes(all bool) {
 		case all:
 			l.state.Store(laneClosed)
 			_ = l.conn.SetDeadline(cutDeadline)
+			l.w.cancelCall()
 		}
 	}
 }

@@ -28,6 +28,7 @@ type pool struct {
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
 	bg   sync.WaitGroup
+	bgMu sync.Mutex // orders bg.Go after closeAll's stop
 	ctx  context.Context
 	stop context.CancelFunc
 
@@ -91,7 +92,9 @@ func (p *pool) prune(keep func(name, url string) bool) {
 
 // closeAll closes every pooled session.
 func (p *pool) closeAll() {
+	p.bgMu.Lock()
 	p.stop()
+	p.bgMu.Unlock()
 	p.bg.Wait()
 	p.mu.Lock()
 	conns := p.conns
