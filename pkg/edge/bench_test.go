@@ -81,6 +81,51 @@ func BenchmarkToolCallProxy(b *testing.B) {
 	compareToolCalls(b, be, proxied.cs, "echo", "proxy")
 }
 
+// BenchmarkToolCallAlternating alternates tools/call and tools/list on one
+// session, on an edge with call lanes and on one without, in one run: a
+// client whose calls alternate with other requests must not pay for the
+// lanes (each request would move its connection between a lane and the
+// server).
+func BenchmarkToolCallAlternating(b *testing.B) {
+	f := newFleet(b)
+	be := startBackend(b, "alpha", nil)
+	f.healthyBackend("default", be)
+	lanes, plain := startEdge(b, f, nil), startEdge(b, f, nil)
+	plain.noLanes.Store(true)
+	list := func(cs *mcp.ClientSession) time.Duration {
+		start := time.Now()
+		if _, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	type leg struct {
+		cs           *mcp.ClientSession
+		calls, lists []time.Duration
+	}
+	legs := []*leg{{cs: connect(b, lanes.MCPURL(), "2025-11-25").cs}, {cs: connect(b, plain.MCPURL(), "2025-11-25").cs}}
+	for _, l := range legs {
+		call(b, l.cs, "alpha_echo")
+	}
+	for b.Loop() {
+		for _, l := range legs {
+			l.calls = append(l.calls, call(b, l.cs, "alpha_echo"))
+			l.lists = append(l.lists, list(l.cs))
+		}
+	}
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(percentile(d, 0.5).Microseconds())
+	}
+	lc, ll, pc, pl := p50(legs[0].calls), p50(legs[0].lists), p50(legs[1].calls), p50(legs[1].lists)
+	b.ReportMetric(lc, "lanes-call-p50-µs")
+	b.ReportMetric(ll, "lanes-list-p50-µs")
+	b.ReportMetric(pc, "nolanes-call-p50-µs")
+	b.ReportMetric(pl, "nolanes-list-p50-µs")
+	b.ReportMetric(lc/pc, "call-ratio")
+	b.ReportMetric(ll/pl, "list-ratio")
+}
+
 // call makes one tools/call of name with cs and returns its latency.
 func call(b *testing.B, cs *mcp.ClientSession, name string) time.Duration {
 	start := time.Now()

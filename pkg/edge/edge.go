@@ -257,7 +257,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	var failed error
 	watch, stop := e.reader.Watch()
 	defer stop()
-	mcpSrv := &http.Server{Handler: e.mcpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	mcpSrv := &http.Server{Handler: e.mcpHandler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: laneConnContext}
 	adminSrv := &http.Server{Handler: e.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, ln net.Listener, what string) {

@@ -65,6 +65,7 @@ type callLane struct {
 	remote string // the client's address
 	// handedBack: the server has the connection now.
 	handedBack bool
+	calls      int // answered, the first included
 }
 
 // laneable reports whether the connection of r may become a lane after
@@ -128,6 +129,7 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 		defer e.posting.Add(-1)
 		return l.respond(lw, !registered)
 	}()
+	l.calls++
 	if keep {
 		l.serve()
 	}
@@ -176,6 +178,7 @@ func (l *callLane) call(req *http.Request, s *session) (answered, keep bool) {
 	if !answered {
 		return false, false
 	}
+	l.calls++
 	return true, l.respond(lw, false)
 }
 
@@ -377,7 +380,7 @@ func isTimeout(err error) bool {
 func (l *callLane) handBack() {
 	e := l.e
 	e.m.laneHandbacks.Inc()
-	c := &replayConn{Conn: l.conn, replay: l.src.replay()}
+	c := &replayConn{Conn: l.conn, replay: l.src.replay(), lanedCalls: l.calls}
 	if l.handedBack = e.handback.hand(c); !l.handedBack {
 		_, _ = l.bw.WriteString("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		_ = l.bw.Flush()

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"maps"
 	"net"
@@ -68,10 +69,54 @@ func (s *laneSource) Read(p []byte) (int, error) {
 func (s *laneSource) replay() []byte { return append(s.rec, s.pending...) }
 
 // replayConn is a connection given back to the server: reads return the
-// bytes a lane had taken first.
+// bytes a lane had taken first. It also keeps what decides whether the
+// connection may become a lane again (see mayLane); the server's requests
+// on one connection run one at a time, so these need no lock.
 type replayConn struct {
 	net.Conn
 	replay []byte
+
+	lanedCalls int // calls the lane answered before it gave the connection back
+	streak     int // plain calls the server answered on it in a row since
+}
+
+// replayConnKey is the context key of a request's *replayConn (set by the
+// server's ConnContext).
+type replayConnKey struct{}
+
+// replayConnOf is the replayConn r came on, or nil.
+func replayConnOf(r *http.Request) *replayConn {
+	rc, _ := r.Context().Value(replayConnKey{}).(*replayConn)
+	return rc
+}
+
+// laneConnContext is the MCP server's ConnContext: it makes a given-back
+// connection known to its requests.
+func laneConnContext(ctx context.Context, c net.Conn) context.Context {
+	if rc, ok := c.(*replayConn); ok {
+		return context.WithValue(ctx, replayConnKey{}, rc)
+	}
+	return ctx
+}
+
+// mayLane reports whether a plain call on c may make it a lane: not while
+// calls and other requests alternate on it one by one (each would move the
+// connection between the server and a lane, which costs more than the
+// lane saves); again after two plain calls in a row.
+func (c *replayConn) mayLane() bool {
+	return c == nil || c.lanedCalls >= 2 || c.streak >= 2
+}
+
+// served notes a request the server answered on c: a plain call or not.
+func (c *replayConn) served(plainCall bool) {
+	if c == nil {
+		return
+	}
+	if plainCall {
+		c.streak++
+	} else {
+		c.streak = 0
+	}
 }
 
 func (c *replayConn) Read(p []byte) (int, error) {

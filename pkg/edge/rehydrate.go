@@ -131,15 +131,18 @@ func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *s
 			e.posting.Add(-1)
 		}
 	}()
-	if e.laneable(r) {
+	rc := replayConnOf(r)
+	if e.laneable(r) && rc.mayLane() {
 		lw = &laneWriter{header: make(http.Header, 1)}
 		if e.fastCall(lw, r, s) {
 			return lw
 		}
 		lw = nil
 	} else if e.fastCall(w, r, s) {
+		rc.served(true)
 		return nil
 	}
+	rc.served(false)
 	e.serveStateful(h, w, r)
 	return nil
 }
