@@ -103,13 +103,18 @@
 // After the edge answered such a call on an HTTP/1.1 keep-alive
 // connection, the connection becomes a call lane (lane.go): the edge
 // hijacks it and answers the next plain calls on it itself, without
-// net/http's server and its per-request goroutine hand-offs. Any other
-// request on a lane goes back to the server with the bytes read for it,
-// through a listener the server also serves; the server then answers it
-// as if the lane had never been. A lane reads the client's side during a
+// net/http's server and its per-request goroutine hand-offs. A lane takes
+// only request heads of the plain form a client library sends
+// (lanehead.go). Any other request on a lane goes back to the server with
+// the bytes read for it, through a listener the server also serves; the
+// server then answers it as if the lane had never been. A connection whose
+// calls alternate one by one with other requests stays with the server
+// until two calls come in a row. A lane reads the client's side during a
 // call only if the call lasts over 20 ms (a client leaving then cancels
-// it), and shutdown closes idle lanes at once and drains busy ones.
-// Metrics: fleetgate_edge_call_lanes, fleetgate_edge_call_lane_handbacks_total.
+// it). Shutdown closes idle lanes at once, answers calls in progress with
+// Connection: close, and cancels those still running when the drain's
+// time is up. Metrics: fleetgate_edge_call_lanes,
+// fleetgate_edge_call_lane_handbacks_total.
 //
 // A session is forgotten when its client deletes it, and otherwise by a
 // sweep (once a second) that finds its go-sdk session ended: no goroutine
