@@ -168,6 +168,11 @@ type Edge struct {
 	lastGroup *events.Group
 
 	wg sync.WaitGroup // session closes, stream attachments and call lanes
+	// holdMu and released order the hijacking handlers' wg.Add (hold)
+	// before Run's last wg.Wait: a handler the server's Close left running
+	// may come to hijack after it.
+	holdMu   sync.Mutex
+	released bool
 
 	// Call lanes (lane.go); noLanes turns them off, only so that tests
 	// and benchmarks can compare.
@@ -257,7 +262,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	var failed error
 	watch, stop := e.reader.Watch()
 	defer stop()
-	mcpSrv := &http.Server{Handler: e.mcpHandler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: laneConnContext}
+	mcpSrv := &http.Server{Handler: countStreaks(e.mcpHandler()), ReadHeaderTimeout: 10 * time.Second, ConnContext: laneConnContext}
 	adminSrv := &http.Server{Handler: e.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, ln net.Listener, what string) {
@@ -286,8 +291,23 @@ func (e *Edge) Run(ctx context.Context) error {
 	scancel()
 	_ = adminSrv.Close()
 	wg.Wait()
+	e.holdMu.Lock()
+	e.released = true
+	e.holdMu.Unlock()
 	e.wg.Wait()
 	return failed
+}
+
+// hold counts a hijacked connection's handling in e.wg; false once Run
+// stopped waiting for such (the connection is then not to be taken).
+func (e *Edge) hold() bool {
+	e.holdMu.Lock()
+	defer e.holdMu.Unlock()
+	if e.released {
+		return false
+	}
+	e.wg.Add(1)
+	return true
 }
 
 // shutdown stops accepting, waits for in-flight calls up to the deadline,

@@ -79,7 +79,11 @@ func (e *Edge) laneable(r *http.Request) bool {
 // in lw, and serves the connection as a lane. It takes over one count of
 // e.posting (released once lw is written).
 func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
-	e.wg.Add(1) // before the hijack: see Edge.takeOver
+	if e.lanesShut.Load() || !e.hold() { // shutting down: no new lane
+		lw.copyTo(w)
+		e.posting.Add(-1)
+		return
+	}
 	defer e.wg.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -124,6 +128,10 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 		defer e.m.lanes.Dec()
 		defer e.removeLane(l)
 		defer l.w.stop()
+	} else {
+		// Shutdown began since the check above; closeLanes cannot cut
+		// this write: it gets the drain's time at most.
+		_ = conn.SetWriteDeadline(time.Now().Add(e.opts.ShutdownTimeout))
 	}
 	keep := func() bool {
 		defer e.posting.Add(-1)
@@ -138,33 +146,40 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 // serve answers requests until one goes back to the server or the
 // connection ends.
 func (l *callLane) serve() {
-	for l.next() {
-		req := l.readHead()
-		var s *session
-		if req != nil {
-			s = l.e.laneSession(req)
-		}
-		if s == nil || !l.readBody(req) {
-			l.handBack()
-			return
-		}
-		answered, keep := l.call(req, s)
-		if !answered {
-			l.handBack()
-			return
-		}
-		if !keep {
-			return
-		}
+	for l.next() && l.request() {
 	}
+}
+
+// request serves one request, counted in e.posting from its first byte
+// (shutdown's drain waits for it as the server waits for an active
+// connection). It reports whether the lane goes on.
+func (l *callLane) request() bool {
+	l.e.posting.Add(1)
+	defer l.e.posting.Add(-1)
+	if l.state.Load() == laneClosed { // cut after the drain: too late
+		return false
+	}
+	req := l.readHead()
+	var s *session
+	if req != nil {
+		s = l.e.laneSession(req)
+	}
+	if s == nil || !l.readBody(req) {
+		l.handBack()
+		return false
+	}
+	answered, keep := l.call(req, s)
+	if !answered {
+		l.handBack()
+		return false
+	}
+	return keep
 }
 
 // call answers a request with fastCall. It reports whether fastCall took
 // it and whether the connection goes on after the response.
 func (l *callLane) call(req *http.Request, s *session) (answered, keep bool) {
 	e := l.e
-	e.posting.Add(1)
-	defer e.posting.Add(-1)
 	defer l.later.close() // the backend bodies' ends, after the response
 	ctx, cancel := context.WithCancel(l.base)
 	defer cancel()
@@ -173,6 +188,9 @@ func (l *callLane) call(req *http.Request, s *session) (answered, keep bool) {
 	lw := &laneWriter{header: make(http.Header, 1)}
 	e.recs.touched(s, time.Now())
 	l.watch(cancel)
+	if l.state.Load() == laneClosed {
+		cancel() // closeLanes cut the lane before the watch had the call
+	}
 	answered = e.fastCall(lw, req, s)
 	l.unwatch()
 	if !answered {
@@ -224,22 +242,30 @@ func (l *callLane) next() bool {
 // of a call (parseLaneHead); nil for any other, which goes back to the
 // server.
 func (l *callLane) readHead() *http.Request {
+	deadline := time.Now().Add(laneHeaderTimeout)
 	for {
 		buf, _ := l.br.Peek(l.br.Buffered())
 		if req, n, ok := parseLaneHead(buf); ok {
 			_, _ = l.br.Discard(n)
 			return req
 		}
-		if bytes.Contains(buf, []byte("\r\n\r\n")) || len(buf) >= l.br.Size() {
+		if headEnded(buf) || len(buf) >= l.br.Size() {
 			return nil // whole and of another form, or longer than a call's
 		}
-		_ = l.conn.SetReadDeadline(time.Now().Add(laneHeaderTimeout))
+		_ = l.conn.SetReadDeadline(deadline)
 		_, err := l.br.Peek(len(buf) + 1)
 		_ = l.conn.SetReadDeadline(time.Time{})
-		if err != nil {
+		if err != nil || l.state.Load() == laneClosed { // (the reset may have undone a cut)
 			return nil
 		}
 	}
+}
+
+// headEnded reports whether buf holds a request head's end, with the
+// bare-LF line ends the server also takes.
+func headEnded(buf []byte) bool {
+	return bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) ||
+		bytes.Contains(buf, []byte("\n\r\n"))
 }
 
 // readBody reads req's body (of req.ContentLength bytes) whole, before
@@ -263,6 +289,7 @@ func (l *callLane) readBody(req *http.Request) bool {
 	if err != nil {
 		return false
 	}
+	l.src.extend(maxLaneHeader) // room for the watch's read of what follows
 	req.Body = &laneBody{Reader: bytes.NewReader(body), data: body}
 	return true
 }

@@ -3,6 +3,8 @@ package edge
 import (
 	"context"
 	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +84,23 @@ func TestLaneShutdownResponseCloses(t *testing.T) {
 	}
 	if n, err := io.Copy(io.Discard, lc.br); n != 0 || err != nil {
 		t.Fatalf("after the response: %d bytes, %v; want the connection closed", n, err)
+	}
+}
+
+// A request whose body is still coming when shutdown begins is waited
+// for, as the server waits for an active connection, and answered.
+func TestLaneShutdownMidRequest(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e, sid, lc, stop := runLaneEdge(t, f, Options{ShutdownTimeout: 20 * time.Second})
+	raw := laneRequest(sid, callBody("2", "alpha_echo"))
+	cut := strings.Index(raw, "\r\n\r\n") + 9
+	lc.send(raw[:cut])
+	eventually(t, 10*time.Second, "request counted", func() bool { return e.posting.Load() == 1 })
+	stop()
+	eventually(t, 10*time.Second, "shutdown began", e.lanesShut.Load)
+	lc.send(raw[cut:])
+	if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !resp.Close || !strings.Contains(body, "alpha: x") {
+		t.Fatalf("response: %d, Close %v: %s", resp.StatusCode, resp.Close, body)
 	}
 }

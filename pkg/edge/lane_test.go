@@ -325,3 +325,73 @@ func TestLaneShutdown(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+// After a body read apart from its head, the lane can still read what
+// follows (the watch's read during a long call): net.Pipe hands each write
+// to one read.
+func TestLaneRoomAfterBody(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	l := &callLane{conn: server, src: &laneSource{conn: server}}
+	l.br = bufio.NewReaderSize(l.src, 4<<10)
+	raw := laneRequest("SESSION00000", callBody("2", "alpha_echo"))
+	head := strings.Index(raw, "\r\n\r\n") + 4
+	go func() {
+		for _, part := range []string{raw[:head], raw[head:], "N"} {
+			if _, err := io.WriteString(client, part); err != nil {
+				return
+			}
+		}
+	}()
+	l.src.record(l.br, maxLaneHeader)
+	if _, err := l.br.Peek(1); err != nil {
+		t.Fatal(err)
+	}
+	req := l.readHead()
+	if req == nil || !l.readBody(req) {
+		t.Fatalf("request not read: %+v", req)
+	}
+	if b, err := l.br.Peek(1); err != nil || b[0] != 'N' {
+		t.Fatalf("the read after the body: %q, %v", b, err)
+	}
+}
+
+// A head with bare-LF line ends (which the server takes) goes back to the
+// server at once, not after the head timeout.
+func TestLaneBareLFHead(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e, sid := laneEdge(t, f, true, nil)
+	lc := dialLane(t, e)
+	lc.send(laneRequest(sid, callBody("1", "alpha_echo")))
+	lc.read()
+	raw := laneRequest(sid, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	head := strings.Index(raw, "\r\n\r\n") + 4
+	start := time.Now()
+	lc.send(strings.ReplaceAll(raw[:head], "\r\n", "\n") + raw[head:])
+	if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha_echo") {
+		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d >= laneHeaderTimeout {
+		t.Fatalf("answered after %v: the lane waited for a CR LF head end", d)
+	}
+}
+
+// Calls alternating with requests the MCP handler answers otherwise (here
+// a GET the server refuses) also keep the connection with the server.
+func TestLaneAlternatingOtherRequests(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e, sid := laneEdge(t, f, true, nil)
+	lc := dialLane(t, e)
+	for i := range 20 {
+		lc.send(laneRequest(sid, callBody(fmt.Sprint(i), "alpha_echo")))
+		lc.read()
+		lc.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n")
+		lc.read()
+	}
+	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
+		t.Errorf("%v give-backs in 20 alternations, want 1", n)
+	}
+}

@@ -107,16 +107,28 @@ func (c *replayConn) mayLane() bool {
 	return c == nil || c.lanedCalls >= 2 || c.streak >= 2
 }
 
-// served notes a request the server answered on c: a plain call or not.
-func (c *replayConn) served(plainCall bool) {
-	if c == nil {
-		return
-	}
-	if plainCall {
+// plainCall notes a plain call the server answered on c.
+func (c *replayConn) plainCall() {
+	if c != nil {
 		c.streak++
-	} else {
-		c.streak = 0
 	}
+}
+
+// countStreaks wraps the MCP handler: any request on a given-back
+// connection other than a plain call the server answered ends the streak.
+func countStreaks(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := replayConnOf(r)
+		if rc == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		before := rc.streak
+		h.ServeHTTP(w, r)
+		if rc.streak == before {
+			rc.streak = 0
+		}
+	})
 }
 
 func (c *replayConn) Read(p []byte) (int, error) {

@@ -170,7 +170,9 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 	if !ok {
 		return false
 	}
-	e.wg.Add(1) // before the hijack: see Edge.takeOver
+	if !e.hold() { // before the hijack: see Edge.takeOver
+		return false
+	}
 	defer e.wg.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {

@@ -132,17 +132,15 @@ func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *s
 		}
 	}()
 	rc := replayConnOf(r)
-	if e.laneable(r) && rc.mayLane() {
-		lw = &laneWriter{header: make(http.Header, 1)}
-		if e.fastCall(lw, r, s) {
-			return lw
+	if e.laneable(r) && rc.mayLane() && !e.lanesShut.Load() {
+		held := &laneWriter{header: make(http.Header, 1)}
+		if e.fastCall(held, r, s) {
+			return held // lw set only now: a panic in fastCall releases the count
 		}
-		lw = nil
 	} else if e.fastCall(w, r, s) {
-		rc.served(true)
+		rc.plainCall()
 		return nil
 	}
-	rc.served(false)
 	e.serveStateful(h, w, r)
 	return nil
 }

@@ -43,7 +43,9 @@ func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool
 	}
 	// Counted before the hijack, while http.Server.Shutdown still waits
 	// for this request: the goroutines started below are Run's to wait for.
-	e.wg.Add(1)
+	if !e.hold() {
+		return false
+	}
 	defer e.wg.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
