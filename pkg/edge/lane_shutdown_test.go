@@ -48,6 +48,32 @@ func runLaneEdge(t *testing.T, f *fleet, o Options) (e *Edge, sid string, lc *la
 	return e, sid, lc, stop
 }
 
+// Shutdown closes an idle lane at once and lets a call in progress on
+// another finish and be answered.
+func TestLaneShutdown(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e, sid, busy, stop := runLaneEdge(t, f, Options{ShutdownTimeout: 20 * time.Second})
+	idle := dialLane(t, e)
+	idle.send(laneRequest(sid, callBody("1", "alpha_echo")))
+	idle.read()
+	eventually(t, 10*time.Second, "two lanes", func() bool { return testutil.ToFloat64(e.m.lanes) == 2 })
+	b.SetHang(true)
+	t.Cleanup(func() { b.SetHang(false) })
+	busy.send(laneRequest(sid, callBody("2", "alpha_echo")))
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
+	stop()
+	_ = idle.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := idle.br.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+		t.Fatalf("idle lane at shutdown: read %d, %v; want the connection closed", n, err)
+	}
+	b.SetHang(false)
+	if resp, body := busy.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha: x") {
+		t.Fatalf("drained call: %d %s", resp.StatusCode, body)
+	}
+}
+
 // A call on a lane still running when the drain's time is up is
 // cancelled, as the server's Close cancels its requests: shutdown does not
 // wait for the call's own timeout.

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -220,44 +219,54 @@ func TestLanePipelined(t *testing.T) {
 	}
 }
 
-// Calls alternating one by one with other requests leave the connection
-// with the server after the first give-back (moving it each time would
-// cost more than the lane saves); calls in a row make it a lane again,
-// which reads the connection itself, not through a wrapper.
+// Calls alternating one by one with other requests (a tools/list, or a
+// GET the server refuses) leave the connection with the server after the
+// first give-back (moving it each time would cost more than the lane
+// saves); calls in a row make it a lane again, which reads the connection
+// itself, not through a wrapper.
 func TestLaneAlternating(t *testing.T) {
 	f := newFleet(t)
 	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e, sid := laneEdge(t, f, true, nil)
-	lc := dialLane(t, e)
-	for i := range 20 {
-		lc.send(laneRequest(sid, callBody(fmt.Sprint(2*i), "alpha_echo")))
-		if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"id":%d`, 2*i)) {
-			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
-		}
-		lc.send(laneRequest(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 2*i+1)))
-		if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha_echo") {
-			t.Fatalf("list %d: %d %s", i, resp.StatusCode, body)
-		}
-	}
-	if n := testutil.ToFloat64(e.m.lanes); n != 0 {
-		t.Fatalf("%v lanes while calls alternate with lists, want 0", n)
-	}
-	for id := 100; id < 103; id++ {
-		lc.send(laneRequest(sid, callBody(fmt.Sprint(id), "alpha_echo")))
-		lc.read()
-	}
-	e.laneMu.Lock()
-	defer e.laneMu.Unlock()
-	if len(e.lanes) != 1 {
-		t.Fatalf("%d lanes, want 1", len(e.lanes))
-	}
-	for l := range e.lanes {
-		if _, ok := l.conn.(*net.TCPConn); !ok {
-			t.Fatalf("the lane reads a %T, not the connection", l.conn)
-		}
-	}
-	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
-		t.Fatalf("%v requests given back, want 1", n)
+	for name, other := range map[string]func(sid string, id int) string{
+		"tools/list": func(sid string, id int) string {
+			return laneRequest(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, id))
+		},
+		"GET": func(sid string, _ int) string {
+			return "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, sid := laneEdge(t, f, true, nil)
+			lc := dialLane(t, e)
+			for i := range 20 {
+				lc.send(laneRequest(sid, callBody(fmt.Sprint(2*i), "alpha_echo")))
+				if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"id":%d`, 2*i)) {
+					t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
+				}
+				lc.send(other(sid, 2*i+1))
+				lc.read()
+			}
+			if n := testutil.ToFloat64(e.m.lanes); n != 0 {
+				t.Fatalf("%v lanes while calls alternate with other requests, want 0", n)
+			}
+			for id := 100; id < 103; id++ {
+				lc.send(laneRequest(sid, callBody(fmt.Sprint(id), "alpha_echo")))
+				lc.read()
+			}
+			e.laneMu.Lock()
+			defer e.laneMu.Unlock()
+			if len(e.lanes) != 1 {
+				t.Fatalf("%d lanes after calls in a row, want 1", len(e.lanes))
+			}
+			for l := range e.lanes {
+				if _, ok := l.conn.(*net.TCPConn); !ok {
+					t.Fatalf("the lane reads a %T, not the connection", l.conn)
+				}
+			}
+			if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
+				t.Fatalf("%v requests given back, want 1", n)
+			}
+		})
 	}
 }
 
@@ -279,51 +288,6 @@ func TestLaneClientGoneCancelsCall(t *testing.T) {
 	lc.conn.Close()
 	eventually(t, 10*time.Second, "call cancelled", func() bool { _, ok := e.fastCalls.Load(key); return !ok })
 	eventually(t, 10*time.Second, "lane closed", func() bool { return testutil.ToFloat64(e.m.lanes) == 0 })
-}
-
-// Shutdown closes an idle lane at once and lets a call in progress on
-// another finish and be answered.
-func TestLaneShutdown(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", b)
-	e, err := New(f.log, &Options{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", ShutdownTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	eventually(t, 20*time.Second, "ready", e.Ready)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_echo"); return ok })
-	sid := rawInitialize(t, e.MCPURL(), "")
-	fastReady(t, e, sid)
-	idle, busy := dialLane(t, e), dialLane(t, e)
-	for _, lc := range []*laneClient{idle, busy} {
-		lc.send(laneRequest(sid, callBody("1", "alpha_echo")))
-		lc.read()
-	}
-	eventually(t, 10*time.Second, "two lanes", func() bool { return testutil.ToFloat64(e.m.lanes) == 2 })
-	b.SetHang(true)
-	busy.send(laneRequest(sid, callBody("2", "alpha_echo")))
-	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
-	cancel()
-	_ = idle.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := idle.br.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
-		t.Fatalf("idle lane at shutdown: read %d, %v; want the connection closed", n, err)
-	}
-	b.SetHang(false)
-	if resp, body := busy.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha: x") {
-		t.Fatalf("drained call: %d %s", resp.StatusCode, body)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return")
-	}
 }
 
 // After a body read apart from its head, the lane can still read what
@@ -375,23 +339,5 @@ func TestLaneBareLFHead(t *testing.T) {
 	}
 	if d := time.Since(start); d >= laneHeaderTimeout {
 		t.Fatalf("answered after %v: the lane waited for a CR LF head end", d)
-	}
-}
-
-// Calls alternating with requests the MCP handler answers otherwise (here
-// a GET the server refuses) also keep the connection with the server.
-func TestLaneAlternatingOtherRequests(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e, sid := laneEdge(t, f, true, nil)
-	lc := dialLane(t, e)
-	for i := range 20 {
-		lc.send(laneRequest(sid, callBody(fmt.Sprint(i), "alpha_echo")))
-		lc.read()
-		lc.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n")
-		lc.read()
-	}
-	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
-		t.Errorf("%v give-backs in 20 alternations, want 1", n)
 	}
 }
