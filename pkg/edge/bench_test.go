@@ -54,7 +54,20 @@ func BenchmarkToolCall(b *testing.B) {
 	e := startEdge(b, f, nil)
 	via := connect(b, e.MCPURL(), "2025-11-25")
 	call(b, via.cs, "alpha_echo") // the edge's pooled backend session is made lazily
-	compareToolCalls(b, be, via.cs, "alpha_echo", "edge")
+	compareToolCalls(b, be, via.cs, "alpha_echo", "edge", "2025-11-25")
+}
+
+// BenchmarkToolCallStateless is BenchmarkToolCall with go-sdk clients of
+// protocol 2026-07-28 (stateless requests, answered through the go-sdk's
+// stateless handler), direct and through the edge.
+func BenchmarkToolCallStateless(b *testing.B) {
+	f := newFleet(b)
+	be := startBackend(b, "alpha", nil)
+	f.healthyBackend("default", be)
+	e := startEdge(b, f, nil)
+	via := connect(b, e.MCPURL(), "")
+	call(b, via.cs, "alpha_echo")
+	compareToolCalls(b, be, via.cs, "alpha_echo", "edge", "")
 }
 
 // BenchmarkToolCallProxy is BenchmarkToolCall through a plain reverse
@@ -78,7 +91,7 @@ func BenchmarkToolCallProxy(b *testing.B) {
 	proxySrv := httptest.NewServer(rp)
 	b.Cleanup(proxySrv.Close)
 	proxied := connect(b, proxySrv.URL+target.Path, "2025-11-25")
-	compareToolCalls(b, be, proxied.cs, "echo", "proxy")
+	compareToolCalls(b, be, proxied.cs, "echo", "proxy", "2025-11-25")
 }
 
 // BenchmarkToolCallAlternating alternates tools/call and tools/list on one
@@ -137,11 +150,11 @@ func call(b *testing.B, cs *mcp.ClientSession, name string) time.Duration {
 	return d
 }
 
-// compareToolCalls alternates a tools/call made directly to be with the
-// same call made through cs (as name), and reports p50, p99 and calls/s of
-// both and the p50 ratio.
-func compareToolCalls(b *testing.B, be *demobackend.Backend, cs *mcp.ClientSession, name, via string) {
-	direct := connect(b, be.URL(), "2025-11-25")
+// compareToolCalls alternates a tools/call made directly to be (by a
+// client of protocol version) with the same call made through cs (as
+// name), and reports p50, p99 and calls/s of both and the p50 ratio.
+func compareToolCalls(b *testing.B, be *demobackend.Backend, cs *mcp.ClientSession, name, via, version string) {
+	direct := connect(b, be.URL(), version)
 	var ds, vs []time.Duration
 	for b.Loop() {
 		ds = append(ds, call(b, direct.cs, "echo"))
