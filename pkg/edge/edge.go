@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -137,13 +138,19 @@ type Edge struct {
 	// it exists only so that a test can compare the edge's streams with
 	// the go-sdk's.
 	goSDKListen atomic.Bool
-	posting     atomic.Int64 // session POSTs in progress, their responses included
-	rm          *recordMetrics
-	digests     *digestCache
+	// goSDKStateless leaves every 2026-07-28 tools/call to the go-sdk; it
+	// exists only so that a test can compare the edge's answers with the
+	// go-sdk's.
+	goSDKStateless atomic.Bool
+	posting        atomic.Int64 // session POSTs in progress, their responses included
+	rm             *recordMetrics
+	digests        *digestCache
 
-	// impl and caps are shared by every session server.
-	impl *mcp.Implementation
-	caps *mcp.ServerCapabilities
+	// impl and caps are shared by every session server; implJSON is impl
+	// encoded.
+	impl     *mcp.Implementation
+	implJSON []byte
+	caps     *mcp.ServerCapabilities
 
 	empty    *served
 	backends atomic.Pointer[map[string]events.BackendConfig]
@@ -199,6 +206,7 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}}
 	e.m = newMetrics(opts.Registry)
 	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
+	e.implJSON, _ = json.Marshal(e.impl) // strings only: it encodes
 	e.caps = &mcp.ServerCapabilities{
 		Tools:     &mcp.ToolCapabilities{ListChanged: true},
 		Resources: &mcp.ResourceCapabilities{ListChanged: true},

@@ -57,7 +57,7 @@ type wireMessage struct {
 // resultShape is what the edge learnt of a tools/call result while it
 // parsed the response: whether it has the common shape (plainToolValue)
 // and whether it is an isError result.
-type resultShape struct{ plain, isError bool }
+type resultShape struct{ plain, isError, meta bool }
 
 // callTool forwards a tools/call of tool name with the raw arguments args
 // (an object; nil for none) to backend at url with the retry rules of do:
@@ -71,7 +71,7 @@ func (p *pool) callTool(ctx context.Context, backend, url, name string, args jso
 			return toolReply{}, err
 		}
 		if shape.plain {
-			return toolReply{raw: raw, isError: shape.isError}, nil // decoded when needed
+			return toolReply{raw: raw, isError: shape.isError, hasMeta: shape.meta}, nil // decoded when needed
 		}
 		// Another shape is decoded (validated) and sent re-encoded, as the
 		// go-sdk path would: encoding/json is lenient about member names.
@@ -344,7 +344,7 @@ func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id strin
 		msg := &wireMessage{ID: m.Get("id").MarshalTo(nil)}
 		if r := m.Get("result"); r != nil {
 			msg.Result = r.MarshalTo(nil)
-			msg.shape = resultShape{plain: plainToolValue(r), isError: r.GetBool("isError")}
+			msg.shape = resultShape{plain: plainToolValue(r), isError: r.GetBool("isError"), meta: r.Get("_meta") != nil}
 		}
 		if e := m.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
 			msg.Error = &jsonrpc.Error{}

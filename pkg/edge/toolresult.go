@@ -17,6 +17,7 @@ import (
 type toolReply struct {
 	raw     json.RawMessage
 	isError bool                // of raw
+	hasMeta bool                // raw has _meta
 	res     *mcp.CallToolResult // nil until decoded
 }
 

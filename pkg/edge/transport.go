@@ -66,6 +66,15 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 }
 
 func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Request, version string) {
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "tools/call" {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err == nil && e.statelessCall(w, r, body) {
+			return
+		}
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		h.ServeHTTP(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || !isListen(w, r) {
 		h.ServeHTTP(w, r)
 		return

@@ -1,0 +1,117 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// statelessPost posts a 2026-07-28 request (headers as the go-sdk client
+// sets them, hdr overriding) and returns the response's media type and
+// its JSON-RPC message (the data of the first event of an event stream).
+func statelessPost(t *testing.T, url, body string, hdr map[string]string) (int, string, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", newProtocol)
+	req.Header.Set("Mcp-Method", "tools/call")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ct := strings.Split(resp.Header.Get("Content-Type"), ";")[0]
+	data, _ := io.ReadAll(resp.Body)
+	if ct == "text/event-stream" {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				data = []byte(d)
+				break
+			}
+		}
+	}
+	var msg map[string]any
+	_ = json.Unmarshal(data, &msg)
+	return resp.StatusCode, ct, msg
+}
+
+// A plain 2026-07-28 tools/call is answered by the edge itself with what
+// the go-sdk's stateless handler answers: the result (whatever its shape)
+// with the server's info in its _meta, unless it had one; requests the
+// fast path does not take get the go-sdk's answer.
+func TestStatelessCallMatchesGoSDK(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	b.AddToolFunc(&mcp.Tool{Name: "shapes", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Shape string }
+			_ = json.Unmarshal(r.Params.Arguments, &args)
+			switch args.Shape {
+			case "meta":
+				return &mcp.CallToolResult{Meta: mcp.Meta{"k": "v"}, Content: []mcp.Content{&mcp.TextContent{Text: "m"}}}, nil
+			case "own-info":
+				return &mcp.CallToolResult{Meta: mcp.Meta{serverInfoKey: map[string]any{"name": "backend"}}, Content: []mcp.Content{&mcp.TextContent{Text: "i"}}}, nil
+			case "image":
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"}}}, nil
+			case "error":
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil
+			case "structured":
+				return &mcp.CallToolResult{StructuredContent: map[string]any{"n": 1}, Content: []mcp.Content{&mcp.TextContent{Text: `{"n":1}`}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+		})
+	f.healthyBackend("default", b)
+	fast, sdk := startEdge(t, f, nil), startEdge(t, f, nil)
+	sdk.goSDKStateless.Store(true)
+	for _, e := range []*Edge{fast, sdk} {
+		eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_shapes"); return ok })
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":""},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	call := func(id, name, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s,"name":%q,"arguments":%s}}`, id, meta, name, args)
+	}
+	for _, tc := range []struct {
+		name string
+		body string
+		hdr  map[string]string
+		fast bool // answered by the edge itself
+	}{
+		{"plain", call("1", "alpha_echo", `{"text":"x"}`), map[string]string{"Mcp-Name": "alpha_echo"}, true},
+		{"string id", call(`"s-2"`, "alpha_echo", `{"text":"x"}`), map[string]string{"Mcp-Name": "alpha_echo"}, true},
+		{"result with _meta", call("3", "alpha_shapes", `{"shape":"meta"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
+		{"result with a server info", call("4", "alpha_shapes", `{"shape":"own-info"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
+		{"image result", call("5", "alpha_shapes", `{"shape":"image"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
+		{"isError result", call("6", "alpha_shapes", `{"shape":"error"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
+		{"structured result", call("7", "alpha_shapes", `{"shape":"structured"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
+		{"empty content", call("8", "alpha_shapes", `{}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
+		{"unknown tool", call("9", "nope", `{}`), map[string]string{"Mcp-Name": "nope"}, true},
+		{"Mcp-Name differs", call("10", "alpha_echo", `{"text":"x"}`), map[string]string{"Mcp-Name": "alpha_other"}, false},
+		{"no Mcp-Name", call("11", "alpha_echo", `{"text":"x"}`), nil, false},
+		{"no capabilities", strings.Replace(call("12", "alpha_echo", `{}`), `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},`, "", 1),
+			map[string]string{"Mcp-Name": "alpha_echo"}, false},
+		{"another member", strings.Replace(call("13", "alpha_echo", `{}`), `"arguments"`, `"task":{},"arguments"`, 1), map[string]string{"Mcp-Name": "alpha_echo"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fcode, fct, fmsg := statelessPost(t, fast.MCPURL(), tc.body, tc.hdr)
+			scode, _, smsg := statelessPost(t, sdk.MCPURL(), tc.body, tc.hdr)
+			if fcode != scode || !reflect.DeepEqual(fmsg, smsg) {
+				t.Fatalf("edge: %d %v\ngo-sdk: %d %v", fcode, fmsg, scode, smsg)
+			}
+			if (fct == "application/json" && fcode == http.StatusOK) != tc.fast {
+				t.Fatalf("answered as %s (%d): fast path %v, want %v", fct, fcode, !tc.fast, tc.fast)
+			}
+		})
+	}
+}
