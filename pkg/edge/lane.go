@@ -160,15 +160,15 @@ func (l *callLane) request() bool {
 		return false
 	}
 	req := l.readHead()
-	var s *session
+	var answer func(http.ResponseWriter, *http.Request) bool
 	if req != nil {
-		s = l.e.laneSession(req)
+		answer = l.e.laneAnswer(req)
 	}
-	if s == nil || !l.readBody(req) {
+	if answer == nil || !l.readBody(req) {
 		l.handBack()
 		return false
 	}
-	answered, keep := l.call(req, s)
+	answered, keep := l.call(req, answer)
 	if !answered {
 		l.handBack()
 		return false
@@ -176,22 +176,21 @@ func (l *callLane) request() bool {
 	return keep
 }
 
-// call answers a request with fastCall. It reports whether fastCall took
-// it and whether the connection goes on after the response.
-func (l *callLane) call(req *http.Request, s *session) (answered, keep bool) {
-	e := l.e
+// call answers a request with answer (fastCall or statelessCall). It
+// reports whether answer took it and whether the connection goes on after
+// the response.
+func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *http.Request) bool) (answered, keep bool) {
 	defer l.later.close() // the backend bodies' ends, after the response
 	ctx, cancel := context.WithCancel(l.base)
 	defer cancel()
 	req = req.WithContext(ctx)
 	req.RemoteAddr = l.remote
 	lw := &laneWriter{header: make(http.Header, 1)}
-	e.recs.touched(s, time.Now())
 	l.watch(cancel)
 	if l.state.Load() == laneClosed {
 		cancel() // closeLanes cut the lane before the watch had the call
 	}
-	answered = e.fastCall(lw, req, s)
+	answered = answer(lw, req)
 	l.unwatch()
 	if !answered {
 		return false, false
@@ -412,6 +411,31 @@ func (l *callLane) handBack() {
 		_, _ = l.bw.WriteString("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		_ = l.bw.Flush()
 		l.conn.Close()
+	}
+}
+
+// laneAnswer returns what answers a lane request: fastCall for a request
+// of a session (laneSession), statelessCall for a 2026-07-28 tools/call;
+// nil sends the request back to the server.
+func (e *Edge) laneAnswer(r *http.Request) func(http.ResponseWriter, *http.Request) bool {
+	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.URL.RawPath != "" || !e.laneable(r) {
+		return nil
+	}
+	if r.Header.Get("Mcp-Protocol-Version") >= newProtocol {
+		if r.Header.Get("Mcp-Method") != "tools/call" {
+			return nil
+		}
+		return func(w http.ResponseWriter, r *http.Request) bool {
+			return e.statelessCall(w, r, r.Body.(*laneBody).data)
+		}
+	}
+	s := e.laneSession(r)
+	if s == nil {
+		return nil
+	}
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		e.recs.touched(s, time.Now())
+		return e.fastCall(w, r, s)
 	}
 }
 

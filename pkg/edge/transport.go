@@ -68,8 +68,14 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Request, version string) {
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "tools/call" {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		if err == nil && e.statelessCall(w, r, body) {
-			return
+		if err == nil {
+			lw, answered := e.postStateless(w, r, body)
+			if lw != nil {
+				e.runLane(w, r, lw)
+			}
+			if answered {
+				return
+			}
 		}
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		h.ServeHTTP(w, r)
@@ -90,6 +96,31 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 	if hd.s != nil {
 		e.forget(hd.s)
 	}
+}
+
+// postStateless answers a 2026-07-28 tools/call with statelessCall. One
+// answered on a connection that may become a call lane is not written:
+// postStateless returns its response, counted in e.posting, for runLane
+// (as Edge.post).
+func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte) (lw *laneWriter, answered bool) {
+	rc := replayConnOf(r)
+	if !e.laneable(r) || !rc.mayLane() || e.lanesShut.Load() {
+		if answered = e.statelessCall(w, r, body); answered {
+			rc.plainCall()
+		}
+		return nil, answered
+	}
+	e.posting.Add(1)
+	defer func() {
+		if lw == nil {
+			e.posting.Add(-1)
+		}
+	}()
+	held := &laneWriter{header: make(http.Header, 1)}
+	if e.statelessCall(held, r, body) {
+		return held, true
+	}
+	return nil, false
 }
 
 // isListen reports whether the POST body is a subscriptions/listen
