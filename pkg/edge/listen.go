@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,15 +92,31 @@ func parseListen(body []byte, version string) (listenRequest, bool) {
 // protocol version of the header, client capabilities, and client info and
 // log level when present.
 func listenMeta(meta *fastjson.Value, version string) bool {
-	if meta == nil || meta.Type() != fastjson.TypeObject || duplicateMember(meta.GetObject()) != "" ||
-		meta.Get("io.modelcontextprotocol/protocolVersion").Type() != fastjson.TypeString ||
-		string(meta.GetStringBytes("io.modelcontextprotocol/protocolVersion")) != version {
+	if meta == nil || meta.Type() != fastjson.TypeObject {
 		return false
 	}
-	// The go-sdk decodes the whole of _meta (a number out of float64's
-	// range makes it refuse the request).
-	var all map[string]any
-	if json.Unmarshal(meta.MarshalTo(nil), &all) != nil {
+	// A client sends the same _meta with every request: one already found
+	// good is not decoded again.
+	key := append(append([]byte(version), 0), meta.MarshalTo(nil)...)
+	if goodMetas.has(key) {
+		return true
+	}
+	if !checkMeta(meta, version) {
+		return false
+	}
+	goodMetas.add(key)
+	return true
+}
+
+// checkMeta is listenMeta without its memory.
+func checkMeta(meta *fastjson.Value, version string) bool {
+	if pv := meta.Get("io.modelcontextprotocol/protocolVersion"); duplicateMember(meta.GetObject()) != "" ||
+		pv == nil || pv.Type() != fastjson.TypeString || string(pv.GetStringBytes()) != version {
+		return false
+	}
+	// The go-sdk decodes the whole of _meta: a number out of float64's
+	// range makes it refuse the request.
+	if !float64Numbers(meta) {
 		return false
 	}
 	var caps mcp.ClientCapabilities
@@ -114,6 +132,54 @@ func listenMeta(meta *fastjson.Value, version string) bool {
 	}
 	if level := meta.Get("io.modelcontextprotocol/logLevel"); level != nil && level.Type() != fastjson.TypeString {
 		return false
+	}
+	return true
+}
+
+// goodMetas are the _meta values (with their protocol version) that
+// listenMeta found good; it forgets them all past maxGoodMetas.
+var goodMetas = &metaSet{}
+
+const maxGoodMetas = 1024
+
+type metaSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (s *metaSet) has(key []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[string(key)]
+	return ok
+}
+
+func (s *metaSet) add(key []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxGoodMetas {
+		s.m = map[string]struct{}{}
+	}
+	s.m[string(key)] = struct{}{}
+}
+
+// float64Numbers reports whether every number in v is within float64's
+// range, as decoding it into an any requires.
+func float64Numbers(v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		_, err := strconv.ParseFloat(v.String(), 64)
+		return err == nil
+	case fastjson.TypeArray:
+		for _, x := range v.GetArray() {
+			if !float64Numbers(x) {
+				return false
+			}
+		}
+	case fastjson.TypeObject:
+		ok := true
+		v.GetObject().Visit(func(_ []byte, x *fastjson.Value) { ok = ok && float64Numbers(x) })
+		return ok
 	}
 	return true
 }

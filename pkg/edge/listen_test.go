@@ -144,6 +144,7 @@ func TestListenMatchesGoSDK(t *testing.T) {
 		listenBody("99999999999999999999", subs),
 		strings.Replace(listenBody("3", subs), `"name":"raw"`, `"name":"raw","x":1e400`, 1),
 		strings.Replace(listenBody("4", subs), `"io.modelcontextprotocol/protocolVersion"`, `"x":[-1e400],"io.modelcontextprotocol/protocolVersion"`, 1),
+		strings.Replace(listenBody("5", subs), `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, "", 1),
 	}
 	type stream struct {
 		status int

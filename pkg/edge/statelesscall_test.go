@@ -101,6 +101,10 @@ func TestStatelessCallMatchesGoSDK(t *testing.T) {
 		{"no Mcp-Name", call("11", "alpha_echo", `{"text":"x"}`), nil, false},
 		{"no capabilities", strings.Replace(call("12", "alpha_echo", `{}`), `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},`, "", 1),
 			map[string]string{"Mcp-Name": "alpha_echo"}, false},
+		{"no protocol version in _meta", strings.Replace(call("15", "alpha_echo", `{}`), `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, "", 1),
+			map[string]string{"Mcp-Name": "alpha_echo"}, false},
+		{"number out of range in _meta", strings.Replace(call("14", "alpha_echo", `{}`), `"_meta":{`, `"_meta":{"x":[1e400],`, 1),
+			map[string]string{"Mcp-Name": "alpha_echo"}, false},
 		{"another member", strings.Replace(call("13", "alpha_echo", `{}`), `"arguments"`, `"task":{},"arguments"`, 1), map[string]string{"Mcp-Name": "alpha_echo"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
