@@ -100,6 +100,12 @@
 // backend URL, and a response head of the plain form is parsed in place
 // (rawpost.go). Options.BackendHTTPClient replaces it.
 //
+// A plain tools/call of a 2026-07-28 client (a stateless request) is
+// answered the same way (statelesscall.go), with the go-sdk's header and
+// _meta checks and the server's info added to the result's _meta as the
+// go-sdk adds it, instead of by the go-sdk's stateless handler, which
+// makes a server session per request.
+//
 // After the edge answered such a call on an HTTP/1.1 keep-alive
 // connection, the connection becomes a call lane (lane.go): the edge
 // hijacks it and answers the next plain calls on it itself, without
