@@ -45,6 +45,8 @@ func runLaneEdge(t *testing.T, f *fleet, o Options) (e *Edge, sid string, lc *la
 	lc.send(laneRequest(sid, callBody("1", "alpha_echo")))
 	lc.read()
 	eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(e.m.lanes) == 1 })
+	// The first response is read before the lane releases its count.
+	eventually(t, 10*time.Second, "first call done", func() bool { return e.posting.Load() == 0 })
 	return e, sid, lc, stop
 }
 
