@@ -98,13 +98,13 @@ func listenMeta(meta *fastjson.Value, version string) bool {
 	// A client sends the same _meta with every request: one already found
 	// good is not decoded again.
 	key := append(append([]byte(version), 0), meta.MarshalTo(nil)...)
-	if goodMetas.has(key) {
+	if good, ok := goodMetas.get(key); ok && good {
 		return true
 	}
 	if !checkMeta(meta, version) {
 		return false
 	}
-	goodMetas.add(key)
+	goodMetas.put(key, true)
 	return true
 }
 
@@ -137,30 +137,39 @@ func checkMeta(meta *fastjson.Value, version string) bool {
 }
 
 // goodMetas are the _meta values (with their protocol version) that
-// listenMeta found good; it forgets them all past maxGoodMetas.
-var goodMetas = &metaSet{}
+// listenMeta found good.
+var goodMetas = &memo{}
 
-const maxGoodMetas = 1024
+// maxMemo bounds the entries of a memo (it forgets them all past it) and
+// maxMemoKey the keys it keeps: a few KiB each at most.
+const (
+	maxMemo    = 1024
+	maxMemoKey = 4 << 10
+)
 
-type metaSet struct {
+// memo remembers a bool per key, within maxMemo and maxMemoKey.
+type memo struct {
 	mu sync.Mutex
-	m  map[string]struct{}
+	m  map[string]bool
 }
 
-func (s *metaSet) has(key []byte) bool {
+func (s *memo) get(key []byte) (v, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.m[string(key)]
-	return ok
+	v, ok = s.m[string(key)]
+	return v, ok
 }
 
-func (s *metaSet) add(key []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil || len(s.m) >= maxGoodMetas {
-		s.m = map[string]struct{}{}
+func (s *memo) put(key []byte, v bool) {
+	if len(key) > maxMemoKey {
+		return
 	}
-	s.m[string(key)] = struct{}{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxMemo {
+		s.m = map[string]bool{}
+	}
+	s.m[string(key)] = v
 }
 
 // float64Numbers reports whether every number in v is within float64's

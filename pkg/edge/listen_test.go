@@ -90,6 +90,10 @@ func TestListenLeftToGoSDK(t *testing.T) {
 		{"no client capabilities", strings.Replace(listenBody("1", `{"toolsListChanged":true}`),
 			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},`, ``, 1), nil, http.StatusBadRequest},
 		{"no subscription", listenBody("1", `{}`), nil, http.StatusOK},
+		{"body over the limit", func() string {
+			b := listenBody("1", `{"toolsListChanged":true}`)
+			return b + strings.Repeat(" ", maxBody+1-len(b))
+		}(), nil, http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := postListen(t, e.MCPURL(), c.body, c.hdr)

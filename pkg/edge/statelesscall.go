@@ -40,7 +40,7 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != msg.name {
 		return false
 	}
-	if entry, ok := e.current().view.Tool(msg.name); ok && bytes.Contains(entry.Def, []byte("x-mcp-header")) {
+	if entry, ok := e.current().view.Tool(msg.name); ok && headerBound(entry.Def) {
 		return false
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -90,6 +90,46 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	return true
 }
 
+// headerBound reports whether a tool definition binds arguments to
+// headers (an x-mcp-header member anywhere in it, escapes decoded): the
+// go-sdk then checks Mcp-Param-* headers. A definition that needs decoding
+// for the answer is remembered.
+func headerBound(def json.RawMessage) bool {
+	if !bytes.Contains(def, []byte("x-mcp-")) && !bytes.Contains(def, []byte(`\u`)) {
+		return false
+	}
+	if bound, ok := boundDefs.get(def); ok {
+		return bound
+	}
+	var v any
+	bound := json.Unmarshal(def, &v) != nil || hasMember(v, "x-mcp-header")
+	boundDefs.put(def, bound)
+	return bound
+}
+
+// hasMember reports whether an object in v has a member named name.
+func hasMember(v any, name string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if k == name || hasMember(x, name) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if hasMember(x, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// boundDefs remembers headerBound's answers for definitions that needed
+// decoding.
+var boundDefs = &memo{}
+
 // statelessCallHeaders reports whether the go-sdk would take r's headers
 // for a tools/call of the new protocol (as listenHeaders, for another
 // method).
@@ -127,8 +167,8 @@ func parseStatelessCall(body []byte) (fastMessage, bool) {
 		return m, false
 	}
 	top := v.GetObject()
-	if duplicateMember(top) != "" || top.Len() != 4 || v.Get("jsonrpc").Type() != fastjson.TypeString ||
-		string(v.GetStringBytes("jsonrpc")) != "2.0" || string(v.GetStringBytes("method")) != "tools/call" || v.Get("id") == nil {
+	if jv := v.Get("jsonrpc"); duplicateMember(top) != "" || top.Len() != 4 || jv == nil || jv.Type() != fastjson.TypeString ||
+		string(jv.GetStringBytes()) != "2.0" || string(v.GetStringBytes("method")) != "tools/call" || v.Get("id") == nil {
 		return m, false
 	}
 	if m.id = v.Get("id").MarshalTo(nil); !validID(m.id) {

@@ -105,6 +105,10 @@ func TestStatelessCallMatchesGoSDK(t *testing.T) {
 			map[string]string{"Mcp-Name": "alpha_echo"}, false},
 		{"number out of range in _meta", strings.Replace(call("14", "alpha_echo", `{}`), `"_meta":{`, `"_meta":{"x":[1e400],`, 1),
 			map[string]string{"Mcp-Name": "alpha_echo"}, false},
+		{"body one byte over the limit", func() string {
+			b := call("16", "alpha_echo", `{"text":"x"}`)
+			return b + strings.Repeat(" ", maxBody+1-len(b))
+		}(), map[string]string{"Mcp-Name": "alpha_echo"}, false},
 		{"another member", strings.Replace(call("13", "alpha_echo", `{}`), `"arguments"`, `"task":{},"arguments"`, 1), map[string]string{"Mcp-Name": "alpha_echo"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,9 +117,57 @@ func TestStatelessCallMatchesGoSDK(t *testing.T) {
 			if fcode != scode || !reflect.DeepEqual(fmsg, smsg) {
 				t.Fatalf("edge: %d %v\ngo-sdk: %d %v", fcode, fmsg, scode, smsg)
 			}
+			if strings.HasPrefix(tc.name, "body one byte over") && fcode != http.StatusRequestEntityTooLarge {
+				t.Fatalf("status %d, want 413 (the body given back whole)", fcode)
+			}
 			if (fct == "application/json" && fcode == http.StatusOK) != tc.fast {
 				t.Fatalf("answered as %s (%d): fast path %v, want %v", fct, fcode, !tc.fast, tc.fast)
 			}
 		})
+	}
+}
+
+// parseStatelessCall refuses, without panicking, every body that lacks
+// what it needs or has more.
+func TestParseStatelessCallRefuses(t *testing.T) {
+	meta := `"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	good := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"a_b","arguments":{}}}`
+	if _, ok := parseStatelessCall([]byte(good)); !ok {
+		t.Fatalf("refused %s", good)
+	}
+	for _, body := range []string{
+		`{"x":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"a_b"}}`,
+		`{"jsonrpc":2,"id":1,"method":"tools/call","params":{` + meta + `,"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","x":1,"method":"tools/call","params":{` + meta + `,"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","id":1,"x":"tools/call","params":{` + meta + `,"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","x":{` + meta + `,"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":7}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"a_b","arguments":[]}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{` + meta + `,"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"name":"a_b"}}`,
+		`[` + good + `]`,
+	} {
+		if _, ok := parseStatelessCall([]byte(body)); ok {
+			t.Errorf("took %s", body)
+		}
+	}
+}
+
+// A tool whose schema binds an argument to a header, however the member
+// name is written, is left to the go-sdk (which checks Mcp-Param-*).
+func TestHeaderBound(t *testing.T) {
+	for def, want := range map[string]bool{
+		`{"name":"t","inputSchema":{"type":"object"}}`:                                                         false,
+		`{"name":"t","description":"a \u003cb\u003e","inputSchema":{"type":"object"}}`:                         false,
+		`{"name":"t","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`: true,
+		`{"name":"t","inputSchema":{"properties":{"r":{"x-mcp-\u0068eader":"R"}}}}`:                            true,
+		`{"name":"t","description":"x-mcp-header","inputSchema":{}}`:                                           false,
+	} {
+		if got := headerBound(json.RawMessage(def)); got != want {
+			t.Errorf("headerBound(%s) = %v, want %v", def, got, want)
+		}
 	}
 }

@@ -67,8 +67,10 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 
 func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Request, version string) {
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "tools/call" {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		if err == nil {
+		// Read as far as maxBody+1 and given back whole otherwise: the
+		// go-sdk answers a larger body (413) itself.
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err == nil && len(body) <= maxBody {
 			lw, answered := e.postStateless(w, r, body)
 			if lw != nil {
 				e.runLane(w, r, lw)
@@ -81,7 +83,7 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 		h.ServeHTTP(w, r)
 		return
 	}
-	if r.Method != http.MethodPost || !isListen(w, r) {
+	if r.Method != http.MethodPost || !isListen(r) {
 		h.ServeHTTP(w, r)
 		return
 	}
@@ -125,10 +127,16 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 
 // isListen reports whether the POST body is a subscriptions/listen
 // request, leaving the body readable again.
-func isListen(w http.ResponseWriter, r *http.Request) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+func isListen(r *http.Request) bool {
+	// Read as far as maxBody+1 and given back whole: the go-sdk answers a
+	// larger body (413) itself.
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if len(body) > maxBody || err != nil {
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		return false
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil || !bytes.Contains(body, []byte("subscriptions/listen")) {
+	if !bytes.Contains(body, []byte("subscriptions/listen")) {
 		return false
 	}
 	var msg struct {
