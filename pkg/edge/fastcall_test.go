@@ -33,8 +33,20 @@ func rawPost(t *testing.T, url, sid, body string) (int, string, map[string]any) 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	ct := strings.Split(resp.Header.Get("Content-Type"), ";")[0]
-	data, _ := io.ReadAll(resp.Body)
+	ct, data, msg, err := readRPC(resp)
+	if len(data) > 0 && err != nil {
+		t.Fatalf("response %d %s: %q", resp.StatusCode, ct, data)
+	}
+	return resp.StatusCode, ct, msg
+}
+
+// readRPC reads resp's media type, body, and the JSON-RPC message in it
+// (the data of the first event of an event stream).
+func readRPC(resp *http.Response) (ct string, data []byte, msg map[string]any, err error) {
+	ct = strings.Split(resp.Header.Get("Content-Type"), ";")[0]
+	if data, err = io.ReadAll(resp.Body); err != nil {
+		return ct, data, nil, err
+	}
 	if ct == "text/event-stream" {
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if d, ok := strings.CutPrefix(line, "data: "); ok {
@@ -43,11 +55,8 @@ func rawPost(t *testing.T, url, sid, body string) (int, string, map[string]any) 
 			}
 		}
 	}
-	var msg map[string]any
-	if len(data) > 0 && json.Unmarshal(data, &msg) != nil {
-		t.Fatalf("response %d %s: %q", resp.StatusCode, ct, data)
-	}
-	return resp.StatusCode, ct, msg
+	err = json.Unmarshal(data, &msg)
+	return ct, data, msg, err
 }
 
 // fastReady waits until session sid may take the fast path (the go-sdk

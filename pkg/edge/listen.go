@@ -37,55 +37,69 @@ type listenRequest struct {
 // parseListen parses body as a listen request for protocol version.
 func parseListen(body []byte, version string) (listenRequest, bool) {
 	var lr listenRequest
+	ok := parseNewRequest(body, "subscriptions/listen", version, func(id json.RawMessage, params *fastjson.Value) bool {
+		lr.id = id
+		if params.GetObject().Len() != 2 {
+			return false
+		}
+		subs := params.Get("notifications")
+		if subs == nil || subs.Type() != fastjson.TypeObject || duplicateMember(subs.GetObject()) != "" {
+			return false
+		}
+		ok := true
+		subs.GetObject().Visit(func(k []byte, v *fastjson.Value) {
+			var bit uint8
+			switch string(k) {
+			case "toolsListChanged":
+				bit = pendingTools
+			case "promptsListChanged":
+				bit = pendingPrompts
+			case "resourcesListChanged":
+				bit = pendingResources
+			default: // resourceSubscriptions and anything else: the go-sdk's
+				ok = false
+				return
+			}
+			switch v.Type() {
+			case fastjson.TypeTrue:
+				lr.subs |= bit
+			case fastjson.TypeFalse:
+			default:
+				ok = false
+			}
+		})
+		return ok && lr.subs != 0 // no subscription: the go-sdk answers at once
+	})
+	return lr, ok
+}
+
+// parseNewRequest parses body as one request of the new protocol: exactly
+// jsonrpc "2.0", an id the edge echoes as sent (validID), method and
+// params, params an object without a member twice whose _meta listenMeta
+// takes for version. check sees the id and params (valid only during the
+// call) and judges the rest.
+func parseNewRequest(body []byte, method, version string, check func(id json.RawMessage, params *fastjson.Value) bool) bool {
 	if fastjson.ValidateBytes(body) != nil {
-		return lr, false
+		return false
 	}
 	p := fastParsers.Get()
 	defer fastParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil || v.Type() != fastjson.TypeObject {
-		return lr, false
+		return false
 	}
 	top := v.GetObject()
-	if duplicateMember(top) != "" || top.Len() != 4 || string(v.GetStringBytes("jsonrpc")) != "2.0" ||
-		string(v.GetStringBytes("method")) != "subscriptions/listen" || v.Get("id") == nil {
-		return lr, false
+	if jv := v.Get("jsonrpc"); duplicateMember(top) != "" || top.Len() != 4 || jv == nil || jv.Type() != fastjson.TypeString ||
+		string(jv.GetStringBytes()) != "2.0" || string(v.GetStringBytes("method")) != method || v.Get("id") == nil {
+		return false
 	}
-	if lr.id = v.Get("id").MarshalTo(nil); !validID(lr.id) {
-		return lr, false
-	}
+	id := v.Get("id").MarshalTo(nil)
 	params := v.Get("params")
-	if params == nil || params.Type() != fastjson.TypeObject || duplicateMember(params.GetObject()) != "" ||
-		params.GetObject().Len() != 2 || !listenMeta(params.Get("_meta"), version) {
-		return lr, false
+	if !validID(id) || params == nil || params.Type() != fastjson.TypeObject || duplicateMember(params.GetObject()) != "" ||
+		!listenMeta(params.Get("_meta"), version) {
+		return false
 	}
-	subs := params.Get("notifications")
-	if subs == nil || subs.Type() != fastjson.TypeObject || duplicateMember(subs.GetObject()) != "" {
-		return lr, false
-	}
-	ok := true
-	subs.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-		var bit uint8
-		switch string(k) {
-		case "toolsListChanged":
-			bit = pendingTools
-		case "promptsListChanged":
-			bit = pendingPrompts
-		case "resourcesListChanged":
-			bit = pendingResources
-		default: // resourceSubscriptions and anything else: the go-sdk's
-			ok = false
-			return
-		}
-		switch v.Type() {
-		case fastjson.TypeTrue:
-			lr.subs |= bit
-		case fastjson.TypeFalse:
-		default:
-			ok = false
-		}
-	})
-	return lr, ok && lr.subs != 0 // no subscription: the go-sdk answers at once
+	return check(id, params)
 }
 
 // listenMeta checks a listen request's _meta as the go-sdk does: the

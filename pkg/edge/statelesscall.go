@@ -157,41 +157,23 @@ func statelessCallHeaders(r *http.Request) bool {
 // the go-sdk checks it), name and, optionally, arguments (an object).
 func parseStatelessCall(body []byte) (fastMessage, bool) {
 	var m fastMessage
-	if fastjson.ValidateBytes(body) != nil {
-		return m, false
-	}
-	p := fastParsers.Get()
-	defer fastParsers.Put(p)
-	v, err := p.ParseBytes(body)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return m, false
-	}
-	top := v.GetObject()
-	if jv := v.Get("jsonrpc"); duplicateMember(top) != "" || top.Len() != 4 || jv == nil || jv.Type() != fastjson.TypeString ||
-		string(jv.GetStringBytes()) != "2.0" || string(v.GetStringBytes("method")) != "tools/call" || v.Get("id") == nil {
-		return m, false
-	}
-	if m.id = v.Get("id").MarshalTo(nil); !validID(m.id) {
-		return m, false
-	}
-	params := v.Get("params")
-	if params == nil || params.Type() != fastjson.TypeObject || duplicateMember(params.GetObject()) != "" ||
-		!listenMeta(params.Get("_meta"), newProtocol) {
-		return m, false
-	}
-	ok := true
-	params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
-		case "_meta":
-		case "name":
-			ok = ok && v.Type() == fastjson.TypeString
-			m.name = string(v.GetStringBytes())
-		case "arguments":
-			ok = ok && v.Type() == fastjson.TypeObject
-			m.args = v.MarshalTo(nil)
-		default:
-			ok = false
-		}
+	ok := parseNewRequest(body, "tools/call", newProtocol, func(id json.RawMessage, params *fastjson.Value) bool {
+		m.id = id
+		ok := true
+		params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
+			switch string(k) {
+			case "_meta":
+			case "name":
+				ok = ok && v.Type() == fastjson.TypeString
+				m.name = string(v.GetStringBytes())
+			case "arguments":
+				ok = ok && v.Type() == fastjson.TypeObject
+				m.args = v.MarshalTo(nil)
+			default:
+				ok = false
+			}
+		})
+		return ok
 	})
 	m.method = "tools/call"
 	return m, ok && m.name != ""

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -32,18 +31,7 @@ func statelessPost(t *testing.T, url, body string, hdr map[string]string) (int, 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	ct := strings.Split(resp.Header.Get("Content-Type"), ";")[0]
-	data, _ := io.ReadAll(resp.Body)
-	if ct == "text/event-stream" {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok {
-				data = []byte(d)
-				break
-			}
-		}
-	}
-	var msg map[string]any
-	_ = json.Unmarshal(data, &msg)
+	ct, _, msg, _ := readRPC(resp) // a refusal's body is not JSON
 	return resp.StatusCode, ct, msg
 }
 
