@@ -31,7 +31,15 @@ type Options struct {
 	PageSize int
 	// ExtraTools adds this many generated tools (tool_0000 ...).
 	ExtraTools int
+	// NewProtocol also serves clients of protocol 2026-07-28, whose
+	// requests go to the go-sdk's stateless handler (the go-sdk's stateful
+	// handler serves up to 2025-11-25; such a client falls back to it).
+	// Requests of older protocols keep their sessions.
+	NewProtocol bool
 }
+
+// newProtocol is the first protocol version without sessions.
+const newProtocol = "2026-07-28"
 
 // Backend is a demo MCP server.
 type Backend struct {
@@ -164,6 +172,18 @@ func (b *Backend) handler() http.Handler {
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return b.srv }, nil)
 	} else {
 		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv }, nil)
+		if b.opts.NewProtocol {
+			stateful := h
+			stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
+				&mcp.StreamableHTTPOptions{Stateless: true})
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Mcp-Protocol-Version") >= newProtocol {
+					stateless.ServeHTTP(w, r)
+					return
+				}
+				stateful.ServeHTTP(w, r)
+			})
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -54,20 +54,89 @@ func BenchmarkToolCall(b *testing.B) {
 	e := startEdge(b, f, nil)
 	via := connect(b, e.MCPURL(), "2025-11-25")
 	call(b, via.cs, "alpha_echo") // the edge's pooled backend session is made lazily
-	compareToolCalls(b, be, via.cs, "alpha_echo", "edge", "2025-11-25")
+	compareToolCalls(b, be, via, "alpha_echo", "edge", "2025-11-25", "2025-11-25")
 }
 
 // BenchmarkToolCallStateless is BenchmarkToolCall with go-sdk clients of
-// protocol 2026-07-28 (stateless requests, answered through the go-sdk's
-// stateless handler), direct and through the edge.
+// protocol 2026-07-28 (stateless requests), direct to a backend that
+// serves that protocol (the go-sdk's stateless handler) and through the
+// edge (which forwards on its pooled 2025-11-25 session to the same
+// backend): the same client work on both legs.
 func BenchmarkToolCallStateless(b *testing.B) {
+	f := newFleet(b)
+	be := startBackend(b, "alpha", &demobackend.Options{NewProtocol: true})
+	f.healthyBackend("default", be)
+	e := startEdge(b, f, nil)
+	via := connectTimed(b, e.MCPURL(), "")
+	call(b, via.cs, "alpha_echo")
+	direct := connectTimed(b, be.URL(), "")
+	compareToolCallsOn(b, direct, via, "alpha_echo", "edge", newProtocol)
+	b.ReportMetric(direct.clock.p50(), "direct-send-p50-µs")
+	b.ReportMetric(via.clock.p50(), "edge-send-p50-µs")
+}
+
+// BenchmarkToolCallStatelessFallback is BenchmarkToolCallStateless with a
+// backend that serves sessions only (the go-sdk's stateful handler): the
+// direct client falls back to 2025-11-25, while through the edge it keeps
+// 2026-07-28. The legs differ in the client's own work as well: a
+// 2026-07-28 go-sdk client decodes its request's params again for each
+// header it sets, and decodes the result's _meta (the server's info).
+func BenchmarkToolCallStatelessFallback(b *testing.B) {
 	f := newFleet(b)
 	be := startBackend(b, "alpha", nil)
 	f.healthyBackend("default", be)
 	e := startEdge(b, f, nil)
-	via := connect(b, e.MCPURL(), "")
+	via := connectTimed(b, e.MCPURL(), "")
 	call(b, via.cs, "alpha_echo")
-	compareToolCalls(b, be, via.cs, "alpha_echo", "edge", "")
+	direct := connectTimed(b, be.URL(), "")
+	compareToolCallsOn(b, direct, via, "alpha_echo", "edge", "2025-11-25")
+	b.ReportMetric(direct.clock.p50(), "direct-send-p50-µs")
+	b.ReportMetric(via.clock.p50(), "edge-send-p50-µs")
+}
+
+// connectTimed is connect with a sendClock on the client's requests.
+func connectTimed(b *testing.B, url, version string) *client {
+	c := &sendClock{}
+	cl := connectWith(b, url, version, &http.Client{Transport: c})
+	cl.clock = c
+	return cl
+}
+
+// sendClock is an HTTP transport that records, for each tools/call a
+// client posts, the time from the call's start (set by compareToolCallsOn)
+// to the request leaving the client's MCP code: the client's own work
+// before sending.
+type sendClock struct {
+	mu    sync.Mutex
+	start time.Time
+	sends []time.Duration
+}
+
+func (c *sendClock) begin() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.start = time.Now()
+	c.mu.Unlock()
+}
+
+func (c *sendClock) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	if !c.start.IsZero() && r.Method == http.MethodPost {
+		c.sends = append(c.sends, time.Since(c.start))
+		c.start = time.Time{}
+	}
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// p50 in µs.
+func (c *sendClock) p50() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	slices.Sort(c.sends)
+	return float64(percentile(c.sends, 0.5).Microseconds())
 }
 
 // BenchmarkToolCallProxy is BenchmarkToolCall through a plain reverse
@@ -91,7 +160,7 @@ func BenchmarkToolCallProxy(b *testing.B) {
 	proxySrv := httptest.NewServer(rp)
 	b.Cleanup(proxySrv.Close)
 	proxied := connect(b, proxySrv.URL+target.Path, "2025-11-25")
-	compareToolCalls(b, be, proxied.cs, "echo", "proxy", "2025-11-25")
+	compareToolCalls(b, be, proxied, "echo", "proxy", "2025-11-25", "2025-11-25")
 }
 
 // BenchmarkToolCallAlternating alternates tools/call and tools/list on one
@@ -150,15 +219,26 @@ func call(b *testing.B, cs *mcp.ClientSession, name string) time.Duration {
 	return d
 }
 
-// compareToolCalls alternates a tools/call made directly to be (by a
-// client of protocol version) with the same call made through cs (as
-// name), and reports p50, p99 and calls/s of both and the p50 ratio.
-func compareToolCalls(b *testing.B, be *demobackend.Backend, cs *mcp.ClientSession, name, via, version string) {
-	direct := connect(b, be.URL(), version)
+// compareToolCalls alternates a tools/call made directly to be, by a
+// client asking for protocol ask ("": the go-sdk's default, 2026-07-28)
+// that must get want, with the same call made through cs (as name), and
+// reports p50, p99 and calls/s of both and the p50 ratio.
+func compareToolCalls(b *testing.B, be *demobackend.Backend, through *client, name, via, ask, want string) {
+	compareToolCallsOn(b, connect(b, be.URL(), ask), through, name, via, want)
+}
+
+// compareToolCallsOn is compareToolCalls with the direct client given.
+// Clients with a sendClock have it started at each call.
+func compareToolCallsOn(b *testing.B, direct, through *client, name, via, want string) {
+	if got := direct.cs.InitializeResult().ProtocolVersion; got != want {
+		b.Fatalf("direct client: protocol %s, want %s", got, want)
+	}
 	var ds, vs []time.Duration
 	for b.Loop() {
+		direct.clock.begin()
 		ds = append(ds, call(b, direct.cs, "echo"))
-		vs = append(vs, call(b, cs, name))
+		through.clock.begin()
+		vs = append(vs, call(b, through.cs, name))
 	}
 	rate := func(d []time.Duration) float64 {
 		var sum time.Duration

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -182,11 +183,19 @@ type client struct {
 	signal  chan struct{}
 	mu      sync.Mutex
 	times   []time.Time
+	clock   *sendClock // of the benchmarks; nil if none
 }
 
 // connect opens a client session; version "" is the go-sdk default
 // (2026-07-28), "2025-11-25" the session-based protocol.
 func connect(t testing.TB, url, version string) *client {
+	t.Helper()
+	return connectWith(t, url, version, nil)
+}
+
+// connectWith is connect with the HTTP client hc (nil: the go-sdk's
+// default).
+func connectWith(t testing.TB, url, version string, hc *http.Client) *client {
 	t.Helper()
 	cl := &client{signal: make(chan struct{}, 1)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, &mcp.ClientOptions{
@@ -203,7 +212,7 @@ func connect(t testing.TB, url, version string) *client {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: hc},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
