@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,9 +50,49 @@ func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
 // and the client in this process: the same tools/call directly and through
 // the edge, alternately.
 func BenchmarkToolCallEdgeProcess(b *testing.B) {
+	benchEdgeProcess(b, startBackend(b, "alpha", nil).URL())
+}
+
+// BenchmarkToolCallProcesses is BenchmarkToolCallEdgeProcess with the
+// backend in a process of its own as well, as deployed: a direct call
+// crosses from the client's process to the backend's, a call through the
+// edge from the client's to the edge's to the backend's.
+func BenchmarkToolCallProcesses(b *testing.B) {
+	benchEdgeProcess(b, startBackendProc(b, "alpha"))
+}
+
+// startBackendProc runs a demo backend as its own process (the demo
+// command's backend mode) and returns its MCP URL once it accepts
+// connections.
+func startBackendProc(t testing.TB, name string) string {
+	t.Helper()
+	listen := freeAddr(t)
+	cmd := exec.Command(binaryOf(t, "demo", "./demo"), "backend", "--name", name, "--listen", listen)
+	logf, _ := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	eventually(t, 30*time.Second, "backend "+name+" listening", func() bool {
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return "http://" + listen + "/mcp"
+}
+
+// benchEdgeProcess measures tools/call directly to the backend at
+// backendURL (named alpha) and through an edge process.
+func benchEdgeProcess(b *testing.B, backendURL string) {
 	n := startNATS(b)
-	be := startBackend(b, "alpha", nil)
-	startController(b, n.ClientURL(), "ctl", fleetYAML(time.Second, 100*time.Millisecond, be))
+	startController(b, n.ClientURL(), "ctl", fleetYAMLAt(time.Second, 100*time.Millisecond, [2]string{"alpha", backendURL}))
 	// FLEETGATE_BENCH_EDGE_FLAGS adds edge flags, e.g. --no-call-trail.
 	url := startEdgeProc(b, n.ClientURL(), strings.Fields(os.Getenv("FLEETGATE_BENCH_EDGE_FLAGS"))...)
 	connectAt := func(u string) *mcp.ClientSession {
@@ -63,7 +104,7 @@ func BenchmarkToolCallEdgeProcess(b *testing.B) {
 		b.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	direct, via := connectAt(be.URL()), connectAt(url)
+	direct, via := connectAt(backendURL), connectAt(url)
 	args := map[string]any{"text": "bench"}
 	call := func(cs *mcp.ClientSession, name string) time.Duration {
 		start := time.Now()

@@ -22,6 +22,13 @@ var (
 // binary builds ../cmd/<name> once per test run and returns its path.
 func binary(t testing.TB, name string) string {
 	t.Helper()
+	return binaryOf(t, name, "../cmd/"+name)
+}
+
+// binaryOf builds the command at pkg (a path from this directory) once per
+// test run, as name, and returns its path.
+func binaryOf(t testing.TB, name, pkg string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if p, ok := built[name]; ok {
@@ -32,9 +39,9 @@ func binary(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, name)
-	out, err := exec.Command("go", "build", "-o", p, "../cmd/"+name).CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, out)
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	built[name] = p
 	return p

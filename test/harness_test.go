@@ -46,10 +46,19 @@ func startBackend(t testing.TB, name string, o *demobackend.Options) *demobacken
 
 // fleetYAML renders a config with fast health settings.
 func fleetYAML(interval, debounce time.Duration, backends ...*demobackend.Backend) string {
+	named := make([][2]string, 0, len(backends))
+	for _, b := range backends {
+		named = append(named, [2]string{b.Name(), b.URL()})
+	}
+	return fleetYAMLAt(interval, debounce, named...)
+}
+
+// fleetYAMLAt is fleetYAML for backends given by name and URL.
+func fleetYAMLAt(interval, debounce time.Duration, backends ...[2]string) string {
 	var sb strings.Builder
 	sb.WriteString("groups:\n  - name: default\n    backends:\n")
 	for _, b := range backends {
-		fmt.Fprintf(&sb, "      - name: %s\n        url: %s\n", b.Name(), b.URL())
+		fmt.Fprintf(&sb, "      - name: %s\n        url: %s\n", b[0], b[1])
 	}
 	fmt.Fprintf(&sb, "health:\n  interval: %s\n  timeout: %s\n  unhealthy_after: 2\n  debounce: %s\n", interval, interval/2, debounce)
 	return sb.String()
