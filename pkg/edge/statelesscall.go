@@ -24,9 +24,8 @@ import (
 // run as the shared session's middleware runs it, and the result marked
 // with the server's info in its _meta unless it has some, as the go-sdk
 // marks results of the new protocol. Anything else goes to the go-sdk:
-// other methods, batches, members beyond name and arguments, tools not in
-// the edge's view, tools whose schema binds arguments to headers
-// (x-mcp-header, checked by the go-sdk).
+// other methods, batches, members beyond name and arguments, tools whose
+// schema binds arguments to headers (x-mcp-header, checked by the go-sdk).
 
 // serverInfoKey is the _meta key of the server's info in a result.
 const serverInfoKey = "io.modelcontextprotocol/serverInfo"
@@ -41,10 +40,7 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != msg.name {
 		return false
 	}
-	// A tool not in the edge's view goes to the go-sdk too: its answer
-	// for an unknown tool, and, while a view update reaches the shared
-	// server, its header checks for a tool the server has already.
-	if entry, ok := e.current().view.Tool(msg.name); !ok || headerBound(entry.Def) {
+	if entry, ok := e.current().view.Tool(msg.name); ok && headerBound(entry.Def) {
 		return false
 	}
 	ctx, cancel := context.WithCancel(r.Context())

@@ -84,7 +84,7 @@ func TestStatelessCallMatchesGoSDK(t *testing.T) {
 		{"isError result", call("6", "alpha_shapes", `{"shape":"error"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
 		{"structured result", call("7", "alpha_shapes", `{"shape":"structured"}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
 		{"empty content", call("8", "alpha_shapes", `{}`), map[string]string{"Mcp-Name": "alpha_shapes"}, true},
-		{"unknown tool", call("9", "nope", `{}`), map[string]string{"Mcp-Name": "nope"}, false},
+		{"unknown tool", call("9", "nope", `{}`), map[string]string{"Mcp-Name": "nope"}, true},
 		{"Mcp-Name differs", call("10", "alpha_echo", `{"text":"x"}`), map[string]string{"Mcp-Name": "alpha_other"}, false},
 		{"no Mcp-Name", call("11", "alpha_echo", `{"text":"x"}`), nil, false},
 		{"no capabilities", strings.Replace(call("12", "alpha_echo", `{}`), `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},`, "", 1),
