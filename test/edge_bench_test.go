@@ -95,6 +95,14 @@ func benchEdgeProcess(b *testing.B, backendURL string) {
 	startController(b, n.ClientURL(), "ctl", fleetYAMLAt(time.Second, 100*time.Millisecond, [2]string{"alpha", backendURL}))
 	// FLEETGATE_BENCH_EDGE_FLAGS adds edge flags, e.g. --no-call-trail.
 	url := startEdgeProc(b, n.ClientURL(), strings.Fields(os.Getenv("FLEETGATE_BENCH_EDGE_FLAGS"))...)
+	compareProcessCalls(b, backendURL, url, "edge", "alpha_echo")
+}
+
+// compareProcessCalls makes the same tools/call (echo) directly to the
+// backend at directURL and through the hop at viaURL (as viaName),
+// alternately, with 2025-11-25 sessions, and reports the latencies, calls/s
+// and the p50 ratio.
+func compareProcessCalls(b *testing.B, directURL, viaURL, via, viaName string) {
 	connectAt := func(u string) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
 			&mcp.StreamableClientTransport{Endpoint: u}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -104,7 +112,7 @@ func benchEdgeProcess(b *testing.B, backendURL string) {
 		b.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	direct, via := connectAt(backendURL), connectAt(url)
+	direct, through := connectAt(directURL), connectAt(viaURL)
 	args := map[string]any{"text": "bench"}
 	call := func(cs *mcp.ClientSession, name string) time.Duration {
 		start := time.Now()
@@ -115,30 +123,30 @@ func benchEdgeProcess(b *testing.B, backendURL string) {
 		}
 		return d
 	}
-	eventually(b, 30*time.Second, "alpha_echo served", func() bool {
-		res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: args})
+	eventually(b, 30*time.Second, viaName+" served", func() bool {
+		res, err := through.CallTool(context.Background(), &mcp.CallToolParams{Name: viaName, Arguments: args})
 		return err == nil && !res.IsError
 	})
-	var ds, es []time.Duration
+	var ds, vs []time.Duration
 	for b.Loop() {
 		ds = append(ds, call(direct, "echo"))
-		es = append(es, call(via, "alpha_echo"))
+		vs = append(vs, call(through, viaName))
 	}
 	slices.Sort(ds)
-	slices.Sort(es)
-	var sumD, sumE time.Duration
+	slices.Sort(vs)
+	var sumD, sumV time.Duration
 	for i := range ds {
 		sumD += ds[i]
-		sumE += es[i]
+		sumV += vs[i]
 	}
 	q := func(s []time.Duration, p float64) float64 {
 		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds())
 	}
 	b.ReportMetric(q(ds, 0.5), "direct-p50-µs")
 	b.ReportMetric(q(ds, 0.99), "direct-p99-µs")
-	b.ReportMetric(q(es, 0.5), "edge-p50-µs")
-	b.ReportMetric(q(es, 0.99), "edge-p99-µs")
+	b.ReportMetric(q(vs, 0.5), via+"-p50-µs")
+	b.ReportMetric(q(vs, 0.99), via+"-p99-µs")
 	b.ReportMetric(float64(len(ds))/sumD.Seconds(), "direct-calls/s")
-	b.ReportMetric(float64(len(es))/sumE.Seconds(), "edge-calls/s")
-	b.ReportMetric(q(es, 0.5)/q(ds, 0.5), "p50-ratio")
+	b.ReportMetric(float64(len(vs))/sumV.Seconds(), via+"-calls/s")
+	b.ReportMetric(q(vs, 0.5)/q(ds, 0.5), "p50-ratio")
 }

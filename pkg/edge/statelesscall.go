@@ -24,8 +24,9 @@ import (
 // run as the shared session's middleware runs it, and the result marked
 // with the server's info in its _meta unless it has some, as the go-sdk
 // marks results of the new protocol. Anything else goes to the go-sdk:
-// other methods, batches, members beyond name and arguments, tools whose
-// schema binds arguments to headers (x-mcp-header, checked by the go-sdk).
+// other methods, batches, members beyond name and arguments. A call's
+// Mcp-Param-* headers are checked against its arguments, as the go-sdk
+// checks them for its own tools (paramheaders.go).
 
 // serverInfoKey is the _meta key of the server's info in a result.
 const serverInfoKey = "io.modelcontextprotocol/serverInfo"
@@ -40,8 +41,8 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != msg.name {
 		return false
 	}
-	if entry, ok := e.current().view.Tool(msg.name); ok && headerBound(entry.Def) {
-		return false
+	if e.refuseParamHeaders(w, r, msg.name, msg.id, msg.args) {
+		return true
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -89,46 +90,6 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	_, _ = w.Write(out)
 	return true
 }
-
-// headerBound reports whether a tool definition binds arguments to
-// headers (an x-mcp-header member anywhere in it, escapes decoded): the
-// go-sdk then checks Mcp-Param-* headers. A definition that needs decoding
-// for the answer is remembered.
-func headerBound(def json.RawMessage) bool {
-	if !bytes.Contains(def, []byte("x-mcp-")) && !bytes.Contains(def, []byte(`\u`)) {
-		return false
-	}
-	if bound, ok := boundDefs.get(def); ok {
-		return bound
-	}
-	var v any
-	bound := json.Unmarshal(def, &v) != nil || hasMember(v, "x-mcp-header")
-	boundDefs.put(def, bound)
-	return bound
-}
-
-// hasMember reports whether an object in v has a member named name.
-func hasMember(v any, name string) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if k == name || hasMember(x, name) {
-				return true
-			}
-		}
-	case []any:
-		for _, x := range v {
-			if hasMember(x, name) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// boundDefs remembers headerBound's answers for definitions that needed
-// decoding.
-var boundDefs = &memo{}
 
 // statelessCallHeaders reports whether the go-sdk would take r's headers
 // for a tools/call of the new protocol (as listenHeaders, for another

@@ -144,18 +144,24 @@ func TestParseStatelessCallRefuses(t *testing.T) {
 	}
 }
 
-// A tool whose schema binds an argument to a header, however the member
-// name is written, is left to the go-sdk (which checks Mcp-Param-*).
-func TestHeaderBound(t *testing.T) {
-	for def, want := range map[string]bool{
-		`{"name":"t","inputSchema":{"type":"object"}}`:                                                         false,
-		`{"name":"t","description":"a \u003cb\u003e","inputSchema":{"type":"object"}}`:                         false,
-		`{"name":"t","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`: true,
-		`{"name":"t","inputSchema":{"properties":{"r":{"x-mcp-\u0068eader":"R"}}}}`:                            true,
-		`{"name":"t","description":"x-mcp-header","inputSchema":{}}`:                                           false,
+// A tool's header bindings are found at any depth, however the member
+// name is written, and only in the input schema's properties.
+func TestParamBindings(t *testing.T) {
+	for def, want := range map[string]string{
+		`{"name":"t","inputSchema":{"type":"object"}}`:                                                               ``,
+		`{"name":"t","description":"a \u003cb\u003e","inputSchema":{"type":"object"}}`:                               ``,
+		`{"name":"t","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`:       `r=R`,
+		`{"name":"t","inputSchema":{"properties":{"r":{"x-mcp-\u0068eader":"R"}}}}`:                                  `r=R`,
+		`{"name":"t","inputSchema":{"properties":{"o":{"properties":{"f":{"type":"boolean","x-mcp-header":"F"}}}}}}`: `o.f=F`,
+		`{"name":"t","description":"x-mcp-header","inputSchema":{}}`:                                                 ``,
+		`{"name":"t","inputSchema":{"x-mcp-header":"R","properties":{"r":{"x-mcp-header":""}}}}`:                     ``,
 	} {
-		if got := headerBound(json.RawMessage(def)); got != want {
-			t.Errorf("headerBound(%s) = %v, want %v", def, got, want)
+		var got []string
+		for _, b := range bindingsOf(json.RawMessage(def)) {
+			got = append(got, strings.Join(b.path, ".")+"="+b.header)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("bindingsOf(%s) = %v, want %s", def, got, want)
 		}
 	}
 }

@@ -1,0 +1,251 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fastjson"
+)
+
+// A tool's input schema may bind arguments to headers: a property with an
+// x-mcp-header member names the header Mcp-Param-<name> that a 2026-07-28
+// client sets to the argument's value, so that intermediaries can route on
+// it. A go-sdk server refuses a tools/call whose headers do not match its
+// body (HTTP 400, CodeHeaderMismatch) for the tools it has; the edge's
+// tools are not on a go-sdk server, so the edge checks them itself, the
+// same way (checkParamHeaders), before a call is answered by the edge or
+// handed to the go-sdk.
+
+// paramBinding is one argument bound to a header: its path in the
+// arguments and the header's name (after Mcp-Param-).
+type paramBinding struct {
+	path   []string
+	header string
+}
+
+// headerSchema is what a schema property says about header bindings.
+type headerSchema struct {
+	XMCPHeader json.RawMessage         `json:"x-mcp-header,omitempty"`
+	Properties map[string]headerSchema `json:"properties,omitempty"`
+}
+
+// paramBindings returns the header bindings of a tool definition (its
+// inputSchema's properties at any depth).
+func paramBindings(def json.RawMessage) []paramBinding {
+	var tool struct {
+		InputSchema headerSchema `json:"inputSchema"`
+	}
+	if json.Unmarshal(def, &tool) != nil {
+		return nil
+	}
+	return collectBindings(tool.InputSchema.Properties, nil, nil)
+}
+
+func collectBindings(props map[string]headerSchema, prefix []string, out []paramBinding) []paramBinding {
+	for name, p := range props {
+		path := append(append(make([]string, 0, len(prefix)+1), prefix...), name)
+		var header string
+		if json.Unmarshal(p.XMCPHeader, &header) == nil && header != "" {
+			out = append(out, paramBinding{path: path, header: header})
+		}
+		if len(p.Properties) > 0 {
+			out = collectBindings(p.Properties, path, out)
+		}
+	}
+	return out
+}
+
+// errHeaderMismatch marks a refusal by checkParamHeaders.
+var errHeaderMismatch = errors.New("header mismatch")
+
+// checkParamHeaders checks the Mcp-Param-* headers of a 2026-07-28
+// tools/call of a tool with bindings against its arguments, as the go-sdk
+// checks them: a bound argument present and not null needs its header,
+// equal to its value (a string, a boolean or an integer, a string
+// possibly in =?base64?...?= form); an absent or null one must have none.
+func checkParamHeaders(h http.Header, args json.RawMessage, bindings []paramBinding) error {
+	var raw map[string]json.RawMessage
+	if len(args) > 0 && json.Unmarshal(args, &raw) != nil {
+		return nil // the go-sdk skips the check for arguments it cannot decode
+	}
+	for _, b := range bindings {
+		full := "Mcp-Param-" + b.header
+		got := h.Get(full)
+		arg, ok := lookupArgument(raw, b.path)
+		if !ok || string(arg) == "null" {
+			if got != "" {
+				return fmt.Errorf("%w: unexpected %s header for absent or null parameter %q", errHeaderMismatch, full, strings.Join(b.path, "."))
+			}
+			continue
+		}
+		if got == "" {
+			return fmt.Errorf("%w: missing %s header for parameter %q", errHeaderMismatch, full, strings.Join(b.path, "."))
+		}
+		decoded, ok := decodeHeaderValue(got)
+		if !ok {
+			return fmt.Errorf("%w: %s header contains invalid Base64 encoding", errHeaderMismatch, full)
+		}
+		val := primitiveOf(arg)
+		if val == nil {
+			return fmt.Errorf("%w: %s header present but body parameter %q is not a primitive type", errHeaderMismatch, full, strings.Join(b.path, "."))
+		}
+		if !headerEquals(decoded, val) {
+			return fmt.Errorf("%w: %s header value '%s' does not match body value", errHeaderMismatch, full, got)
+		}
+	}
+	return nil
+}
+
+// lookupArgument returns the value at path in args (objects nested).
+func lookupArgument(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+	if len(path) == 0 {
+		return nil, false
+	}
+	cur, ok := args[path[0]]
+	for _, part := range path[1:] {
+		var obj map[string]json.RawMessage
+		if !ok || json.Unmarshal(cur, &obj) != nil {
+			return nil, false
+		}
+		cur, ok = obj[part]
+	}
+	return cur, ok
+}
+
+// maxSafeInteger bounds the integers a header may carry (exact in a
+// float64).
+const maxSafeInteger = 1<<53 - 1
+
+// primitiveOf is a bound argument's value: a string, a bool or an int64
+// (an integer in the safe range); nil for any other.
+func primitiveOf(raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	switch v := v.(type) {
+	case string, bool:
+		return v
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || math.Abs(v) > maxSafeInteger {
+			return nil
+		}
+		return int64(v)
+	}
+	return nil
+}
+
+// headerEquals reports whether a (decoded) header value equals a bound
+// argument's value.
+func headerEquals(header string, val any) bool {
+	switch v := val.(type) {
+	case int64:
+		f, err := strconv.ParseFloat(header, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+			return false
+		}
+		return int64(f) == v
+	case bool:
+		return header == strconv.FormatBool(v)
+	case string:
+		return header == v
+	}
+	return false
+}
+
+// decodeHeaderValue undoes the =?base64?...?= form of a header value.
+func decodeHeaderValue(v string) (string, bool) {
+	if enc, ok := strings.CutPrefix(v, "=?base64?"); ok {
+		if enc, ok = strings.CutSuffix(enc, "?="); ok {
+			dec, err := base64.StdEncoding.DecodeString(enc)
+			if err != nil {
+				return "", false
+			}
+			return string(dec), true
+		}
+	}
+	return v, true
+}
+
+// toolBindings returns the header bindings of the tool name in the
+// current view; nil when it has none or is not there.
+func (e *Edge) toolBindings(name string) []paramBinding {
+	entry, ok := e.current().view.Tool(name)
+	if !ok {
+		return nil
+	}
+	return bindingsOf(entry.Def)
+}
+
+// bindingsOf is paramBindings, remembered for definitions that need
+// decoding (an x-mcp- member, or escapes that may spell one).
+func bindingsOf(def json.RawMessage) []paramBinding {
+	if !bytes.Contains(def, []byte("x-mcp-")) && !bytes.Contains(def, []byte(`\u`)) {
+		return nil
+	}
+	if b, ok := bindingDefs.get(def); ok {
+		return b
+	}
+	b := paramBindings(def)
+	bindingDefs.put(def, b)
+	return b
+}
+
+// bindingDefs remembers the bindings of tool definitions.
+var bindingDefs = &memo[[]paramBinding]{}
+
+// refuseParamHeaders checks a 2026-07-28 tools/call (body, of JSON-RPC
+// id id) against the Mcp-Param-* headers of r when its tool binds
+// arguments to headers; on a mismatch it answers as the go-sdk does (400,
+// CodeHeaderMismatch) and reports true.
+func (e *Edge) refuseParamHeaders(w http.ResponseWriter, r *http.Request, name string, id, args json.RawMessage) bool {
+	bindings := e.toolBindings(name)
+	if len(bindings) == 0 {
+		return false
+	}
+	err := checkParamHeaders(r.Header, args, bindings)
+	if err == nil {
+		return false
+	}
+	enc, _ := json.Marshal(&jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()})
+	out := append([]byte(`{"jsonrpc":"2.0"`), `,"id":`...)
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out = append(append(append(append(out, id...), `,"error":`...), enc...), '}')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(out)
+	return true
+}
+
+// refuseParamHeadersOf is refuseParamHeaders for a body not parsed yet
+// (a call the go-sdk is to answer): one that is not a single request of
+// the name in Mcp-Name is left to the go-sdk's own checks.
+func (e *Edge) refuseParamHeadersOf(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	name := r.Header.Get("Mcp-Name")
+	if len(e.toolBindings(name)) == 0 {
+		return false
+	}
+	v, err := fastjson.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject || string(v.GetStringBytes("params", "name")) != name {
+		return false
+	}
+	var id, args json.RawMessage
+	if x := v.Get("id"); x != nil {
+		id = x.MarshalTo(nil)
+	}
+	if x := v.Get("params", "arguments"); x != nil {
+		args = x.MarshalTo(nil)
+	}
+	return e.refuseParamHeaders(w, r, name, id, args)
+}
