@@ -34,7 +34,7 @@ type Options struct {
 	// NewProtocol also serves clients of protocol 2026-07-28, whose
 	// requests go to the go-sdk's stateless handler (the go-sdk's stateful
 	// handler serves up to 2025-11-25; such a client falls back to it).
-	// Requests of older protocols keep their sessions.
+	// Requests of older protocols keep their sessions. Not with SSE.
 	NewProtocol bool
 }
 

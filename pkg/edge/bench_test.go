@@ -61,13 +61,16 @@ func BenchmarkToolCall(b *testing.B) {
 // protocol 2026-07-28 (stateless requests), direct to a backend that
 // serves that protocol (the go-sdk's stateless handler) and through the
 // edge (which forwards on its pooled 2025-11-25 session to the same
-// backend): the same client work on both legs.
+// backend): the same requests on both legs (the same client work before
+// sending, measured), answered as an event stream direct and as JSON
+// through the edge.
 func BenchmarkToolCallStateless(b *testing.B) {
 	f := newFleet(b)
 	be := startBackend(b, "alpha", &demobackend.Options{NewProtocol: true})
 	f.healthyBackend("default", be)
 	e := startEdge(b, f, nil)
 	via := connectTimed(b, e.MCPURL(), "")
+	newClient(b, via)
 	call(b, via.cs, "alpha_echo")
 	direct := connectTimed(b, be.URL(), "")
 	compareToolCallsOn(b, direct, via, "alpha_echo", "edge", newProtocol)
@@ -87,11 +90,19 @@ func BenchmarkToolCallStatelessFallback(b *testing.B) {
 	f.healthyBackend("default", be)
 	e := startEdge(b, f, nil)
 	via := connectTimed(b, e.MCPURL(), "")
+	newClient(b, via)
 	call(b, via.cs, "alpha_echo")
 	direct := connectTimed(b, be.URL(), "")
 	compareToolCallsOn(b, direct, via, "alpha_echo", "edge", "2025-11-25")
 	b.ReportMetric(direct.clock.p50(), "direct-send-p50-µs")
 	b.ReportMetric(via.clock.p50(), "edge-send-p50-µs")
+}
+
+// newClient fails b unless c speaks 2026-07-28.
+func newClient(b *testing.B, c *client) {
+	if got := c.cs.InitializeResult().ProtocolVersion; got != newProtocol {
+		b.Fatalf("client through the edge: protocol %s, want %s", got, newProtocol)
+	}
 }
 
 // connectTimed is connect with a sendClock on the client's requests.
@@ -221,7 +232,7 @@ func call(b *testing.B, cs *mcp.ClientSession, name string) time.Duration {
 
 // compareToolCalls alternates a tools/call made directly to be, by a
 // client asking for protocol ask ("": the go-sdk's default, 2026-07-28)
-// that must get want, with the same call made through cs (as name), and
+// that must get want, with the same call made by through (as name), and
 // reports p50, p99 and calls/s of both and the p50 ratio.
 func compareToolCalls(b *testing.B, be *demobackend.Backend, through *client, name, via, ask, want string) {
 	compareToolCallsOn(b, connect(b, be.URL(), ask), through, name, via, want)
