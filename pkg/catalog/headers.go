@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // The go-sdk's Server.AddTool panics when a tool's input schema carries bad
@@ -21,22 +23,45 @@ type headerProperty struct {
 	Properties map[string]headerProperty `json:"properties,omitempty"`
 }
 
-// checkParamHeaders applies the go-sdk's x-mcp-header rules to an input
-// schema. Like the go-sdk, it checks nothing when the schema's properties do
-// not decode into the shape above (for example a property whose type is an
-// array), since the go-sdk then skips the check as well.
-func checkParamHeaders(schema []byte) error {
-	if !bytes.Contains(schema, []byte("x-mcp-header")) {
-		return nil
-	}
-	var s headerProperty
-	if err := json.Unmarshal(schema, &s); err != nil || len(s.Properties) == 0 {
-		return nil
-	}
-	return checkHeadersIn(s.Properties, "", make(map[string]bool))
+// ParamBinding is a tool argument bound to a request header by its input
+// schema (x-mcp-header): the argument's path in the call's arguments and
+// the header's name, after "Mcp-Param-". A 2026-07-28 client sends the
+// header with each call; a server refuses a call whose header does not
+// match the argument.
+type ParamBinding struct {
+	Path   []string
+	Header string
 }
 
-func checkHeadersIn(props map[string]headerProperty, prefix string, seen map[string]bool) error {
+// maxSchemaDepth is the nesting the go-sdk's decoder takes (deeper JSON
+// fails to decode, and the go-sdk then finds no bindings).
+const maxSchemaDepth = 1000
+
+// paramHeaders applies the go-sdk's x-mcp-header rules to an input schema
+// and returns its bindings, in the order of their paths. Like the go-sdk,
+// it decodes the schema with member names matched exactly (escapes
+// decoded), and checks nothing when the schema's properties do not decode
+// into the shape above (for example a property whose type is an array) or
+// nest deeper than maxSchemaDepth, since the go-sdk then skips the check
+// as well.
+func paramHeaders(schema []byte) ([]ParamBinding, error) {
+	if !bytes.Contains(schema, []byte("x-mcp-")) && !bytes.Contains(schema, []byte(`\u`)) {
+		return nil, nil // no member can be named x-mcp-header
+	}
+	var s headerProperty
+	if deeperThan(schema, maxSchemaDepth) {
+		return nil, nil
+	}
+	if _, err := sjson.Parse(schema, &s, sjson.DontMatchCaseInsensitiveStructFields); err != nil || len(s.Properties) == 0 {
+		return nil, nil
+	}
+	var out []ParamBinding
+	err := headersIn(s.Properties, nil, make(map[string]bool), &out)
+	return out, err
+}
+
+// headersIn checks props (at path) and appends their bindings to out.
+func headersIn(props map[string]headerProperty, path []string, seen map[string]bool, out *[]ParamBinding) error {
 	// Visit properties in sorted order so that, of several faults, the
 	// one reported is always the same.
 	names := make([]string, 0, len(props))
@@ -46,36 +71,63 @@ func checkHeadersIn(props map[string]headerProperty, prefix string, seen map[str
 	slices.Sort(names)
 	for _, name := range names {
 		prop := props[name]
-		path := name
-		if prefix != "" {
-			path = prefix + "." + name
-		}
+		path := append(path, name) // shared below this level; cloned when kept
 		if prop.XMCPHeader != nil {
+			at := strings.Join(path, ".")
 			if prop.Type != "string" && prop.Type != "integer" && prop.Type != "boolean" {
-				return fmt.Errorf("property %q: x-mcp-header on type %q, want integer, string or boolean", path, prop.Type)
+				return fmt.Errorf("property %q: x-mcp-header on type %q, want integer, string or boolean", at, prop.Type)
 			}
 			var header string
 			if err := json.Unmarshal(prop.XMCPHeader, &header); err != nil || header == "" {
-				return fmt.Errorf("property %q: x-mcp-header must be a non-empty string", path)
+				return fmt.Errorf("property %q: x-mcp-header must be a non-empty string", at)
 			}
 			for _, c := range header {
 				if !headerTokenChar(c) {
-					return fmt.Errorf("property %q: x-mcp-header %q has invalid character %q", path, header, c)
+					return fmt.Errorf("property %q: x-mcp-header %q has invalid character %q", at, header, c)
 				}
 			}
 			lower := strings.ToLower(header)
 			if seen[lower] {
-				return fmt.Errorf("property %q: duplicate x-mcp-header %q (case-insensitive)", path, header)
+				return fmt.Errorf("property %q: duplicate x-mcp-header %q (case-insensitive)", at, header)
 			}
 			seen[lower] = true
+			*out = append(*out, ParamBinding{Path: slices.Clone(path), Header: header})
 		}
 		if len(prop.Properties) > 0 {
-			if err := checkHeadersIn(prop.Properties, path, seen); err != nil {
+			if err := headersIn(prop.Properties, path, seen, out); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// deeperThan reports whether JSON data nests objects and arrays deeper
+// than limit (as the go-sdk's decoder counts).
+func deeperThan(data []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case b == '}' || b == ']':
+			depth = max(depth-1, 0)
+		}
+	}
+	return false
 }
 
 // headerTokenChar reports whether c is an HTTP token character (RFC 9110

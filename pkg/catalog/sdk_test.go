@@ -1,9 +1,3 @@
-//go:build gosdk
-
-// This test needs the go-sdk's own dependencies in go.sum (they are not
-// yet: the sdk/mcp package imports github.com/google/jsonschema-go). Run it
-// with: go test -tags gosdk ./pkg/catalog/
-
 package catalog
 
 import (

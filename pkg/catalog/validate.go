@@ -104,8 +104,9 @@ func ValidateTool(raw json.RawMessage) (name string, err error) {
 
 // tool is a validated tool definition.
 type tool struct {
-	obj  object
-	proj projection
+	obj      object
+	proj     projection
+	bindings []ParamBinding // of its input schema's arguments to headers
 }
 
 func parseTool(raw []byte) (tool, error) {
@@ -140,19 +141,23 @@ func parseTool(raw []byte) (tool, error) {
 		return t, invalid("inputSchema: %v", err)
 	}
 	if out, ok, _ := obj.get("outputSchema"); ok && string(out) != "null" {
-		if err := checkObjectSchema(out); err != nil {
+		if err = checkObjectSchema(out); err != nil {
 			return t, invalid("outputSchema: %v", err)
 		}
 	}
-	if err := checkParamHeaders(in); err != nil {
+	if t.bindings, err = paramHeaders(in); err != nil {
 		return t, invalid("inputSchema: %v", err)
 	}
 	return t, nil
 }
 
 // checkObjectSchema requires schema (valid JSON) to be an object whose
-// "type" is the string "object".
+// "type" is the string "object", nested no deeper than the go-sdk decodes
+// (its AddTool panics otherwise).
 func checkObjectSchema(schema []byte) error {
+	if deeperThan(schema, maxSchemaDepth) {
+		return fmt.Errorf("nests deeper than %d", maxSchemaDepth)
+	}
 	obj, err := scanObject(schema)
 	if err != nil {
 		return err

@@ -46,6 +46,12 @@ var toolCases = []toolCase{
 	{name: "header empty", def: `{"name":"x","inputSchema":{"type":"object","properties":{"o":{"type":"string","x-mcp-header":""}}}}`, wantName: "x", wantErr: "non-empty string", sdkPanics: true},
 	{name: "header bad char", def: `{"name":"x","inputSchema":{"type":"object","properties":{"o":{"type":"string","x-mcp-header":"a:b"}}}}`, wantName: "x", wantErr: "invalid character", sdkPanics: true},
 	{name: "header duplicate nested", def: `{"name":"x","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"H"},"n":{"type":"object","properties":{"b":{"type":"integer","x-mcp-header":"h"}}}}}}`, wantName: "x", wantErr: "duplicate x-mcp-header", sdkPanics: true},
+	{name: "header member in another case is no header (as go-sdk)", def: `{"name":"h","inputSchema":{"type":"object","properties":{"o":{"type":"object","X-Mcp-Header":"O"}}}}`, wantName: "h"},
+	{name: "properties in another case are not looked into (as go-sdk)", def: `{"name":"h","inputSchema":{"type":"object","Properties":{"o":{"type":"object","x-mcp-header":"O"}}}}`, wantName: "h"},
+	{name: "header member name escaped", def: `{"name":"x","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-\u0068eader":"O"}}}}`, wantName: "x", wantErr: "x-mcp-header on type", sdkPanics: true},
+	{name: "inputSchema deeper than the go-sdk decodes", def: `{"name":"x","inputSchema":{"type":"object","pad":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`, wantName: "x", wantErr: "inputSchema: nests deeper than 1000", sdkPanics: true},
+	{name: "inputSchema as deep as the go-sdk decodes", def: `{"name":"h","inputSchema":{"type":"object","pad":` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + `}}`, wantName: "h"},
+	{name: "outputSchema deeper than the go-sdk decodes", def: `{"name":"x","inputSchema":{"type":"object"},"outputSchema":{"type":"object","pad":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`, wantName: "x", wantErr: "outputSchema: nests deeper than 1000", sdkPanics: true},
 	{name: "invalid UTF-8 in description", def: "{\"name\":\"x\",\"description\":\"\xc3\",\"inputSchema\":{\"type\":\"object\"}}", wantName: "x", wantErr: "description: canonicalize"},
 	{name: "too large", def: `{"name":"big","inputSchema":{"type":"object"},"description":"` + strings.Repeat("a", MaxDefinitionSize) + `"}`, wantErr: "limit 262144"},
 }

@@ -106,6 +106,19 @@ func (v *View) Tool(exposed string) (ToolEntry, bool) {
 	return v.Tools[i], true
 }
 
+// ToolBindings returns the header bindings (x-mcp-header) of the tool
+// served under the exposed name; nil when it has none or is not served.
+func (v *View) ToolBindings(exposed string) []ParamBinding {
+	if v == nil {
+		return nil
+	}
+	i, ok := v.tools[exposed]
+	if !ok || i >= len(v.toolPrep) || v.toolPrep[i] == nil {
+		return nil
+	}
+	return v.toolPrep[i].bindings
+}
+
 // Prompt returns the prompt served under the exposed name.
 func (v *View) Prompt(exposed string) (PromptEntry, bool) {
 	if v == nil {

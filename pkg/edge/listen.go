@@ -152,7 +152,7 @@ func checkMeta(meta *fastjson.Value, version string) bool {
 
 // goodMetas are the _meta values (with their protocol version) that
 // listenMeta found good.
-var goodMetas = &memo[bool]{}
+var goodMetas = &memo{}
 
 // maxMemo bounds the entries of a memo (it forgets them all past it) and
 // maxMemoKey the keys it keeps: a few KiB each at most.
@@ -161,27 +161,27 @@ const (
 	maxMemoKey = 4 << 10
 )
 
-// memo remembers a value per key, within maxMemo and maxMemoKey.
-type memo[V any] struct {
+// memo remembers a bool per key, within maxMemo and maxMemoKey.
+type memo struct {
 	mu sync.Mutex
-	m  map[string]V
+	m  map[string]bool
 }
 
-func (s *memo[V]) get(key []byte) (v V, ok bool) {
+func (s *memo) get(key []byte) (v, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok = s.m[string(key)]
 	return v, ok
 }
 
-func (s *memo[V]) put(key []byte, v V) {
+func (s *memo) put(key []byte, v bool) {
 	if len(key) > maxMemoKey {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil || len(s.m) >= maxMemo {
-		s.m = map[string]V{}
+		s.m = map[string]bool{}
 	}
 	s.m[string(key)] = v
 }

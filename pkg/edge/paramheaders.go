@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,56 +12,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/valyala/fastjson"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 )
 
 // A tool's input schema may bind arguments to headers: a property with an
 // x-mcp-header member names the header Mcp-Param-<name> that a 2026-07-28
 // client sets to the argument's value, so that intermediaries can route on
-// it. A go-sdk server refuses a tools/call whose headers do not match its
-// body (HTTP 400, CodeHeaderMismatch) for the tools it has; the edge's
-// tools are not on a go-sdk server, so the edge checks them itself, the
-// same way (checkParamHeaders), before a call is answered by the edge or
-// handed to the go-sdk.
-
-// paramBinding is one argument bound to a header: its path in the
-// arguments and the header's name (after Mcp-Param-).
-type paramBinding struct {
-	path   []string
-	header string
-}
-
-// headerSchema is what a schema property says about header bindings.
-type headerSchema struct {
-	XMCPHeader json.RawMessage         `json:"x-mcp-header,omitempty"`
-	Properties map[string]headerSchema `json:"properties,omitempty"`
-}
-
-// paramBindings returns the header bindings of a tool definition (its
-// inputSchema's properties at any depth).
-func paramBindings(def json.RawMessage) []paramBinding {
-	var tool struct {
-		InputSchema headerSchema `json:"inputSchema"`
-	}
-	if json.Unmarshal(def, &tool) != nil {
-		return nil
-	}
-	return collectBindings(tool.InputSchema.Properties, nil, nil)
-}
-
-func collectBindings(props map[string]headerSchema, prefix []string, out []paramBinding) []paramBinding {
-	for name, p := range props {
-		path := append(append(make([]string, 0, len(prefix)+1), prefix...), name)
-		var header string
-		if json.Unmarshal(p.XMCPHeader, &header) == nil && header != "" {
-			out = append(out, paramBinding{path: path, header: header})
-		}
-		if len(p.Properties) > 0 {
-			out = collectBindings(p.Properties, path, out)
-		}
-	}
-	return out
-}
+// it (the catalog finds the bindings: catalog.View.ToolBindings). A go-sdk
+// server refuses a tools/call whose headers do not match its body (HTTP
+// 400, CodeHeaderMismatch) for the tools it has; the edge's tools are not
+// on a go-sdk server, so the edge checks them itself, the same way
+// (checkParamHeaders): on its fast path (refuseParamHeaders, with the
+// go-sdk's answer), and, for a call the go-sdk decoded, in the shared
+// server's middleware (paramHeaderMismatch, a JSON-RPC error), on the
+// name and arguments the call runs with.
 
 // errHeaderMismatch marks a refusal by checkParamHeaders.
 var errHeaderMismatch = errors.New("header mismatch")
@@ -72,23 +36,23 @@ var errHeaderMismatch = errors.New("header mismatch")
 // checks them: a bound argument present and not null needs its header,
 // equal to its value (a string, a boolean or an integer, a string
 // possibly in =?base64?...?= form); an absent or null one must have none.
-func checkParamHeaders(h http.Header, args json.RawMessage, bindings []paramBinding) error {
+func checkParamHeaders(h http.Header, args json.RawMessage, bindings []catalog.ParamBinding) error {
 	var raw map[string]json.RawMessage
 	if len(args) > 0 && json.Unmarshal(args, &raw) != nil {
 		return nil // the go-sdk skips the check for arguments it cannot decode
 	}
 	for _, b := range bindings {
-		full := "Mcp-Param-" + b.header
+		full := "Mcp-Param-" + b.Header
 		got := h.Get(full)
-		arg, ok := lookupArgument(raw, b.path)
+		arg, ok := lookupArgument(raw, b.Path)
 		if !ok || string(arg) == "null" {
 			if got != "" {
-				return fmt.Errorf("%w: unexpected %s header for absent or null parameter %q", errHeaderMismatch, full, strings.Join(b.path, "."))
+				return fmt.Errorf("%w: unexpected %s header for absent or null parameter %q", errHeaderMismatch, full, strings.Join(b.Path, "."))
 			}
 			continue
 		}
 		if got == "" {
-			return fmt.Errorf("%w: missing %s header for parameter %q", errHeaderMismatch, full, strings.Join(b.path, "."))
+			return fmt.Errorf("%w: missing %s header for parameter %q", errHeaderMismatch, full, strings.Join(b.Path, "."))
 		}
 		decoded, ok := decodeHeaderValue(got)
 		if !ok {
@@ -96,7 +60,7 @@ func checkParamHeaders(h http.Header, args json.RawMessage, bindings []paramBind
 		}
 		val := primitiveOf(arg)
 		if val == nil {
-			return fmt.Errorf("%w: %s header present but body parameter %q is not a primitive type", errHeaderMismatch, full, strings.Join(b.path, "."))
+			return fmt.Errorf("%w: %s header present but body parameter %q is not a primitive type", errHeaderMismatch, full, strings.Join(b.Path, "."))
 		}
 		if !headerEquals(decoded, val) {
 			return fmt.Errorf("%w: %s header value '%s' does not match body value", errHeaderMismatch, full, got)
@@ -176,39 +140,12 @@ func decodeHeaderValue(v string) (string, bool) {
 	return v, true
 }
 
-// toolBindings returns the header bindings of the tool name in the
-// current view; nil when it has none or is not there.
-func (e *Edge) toolBindings(name string) []paramBinding {
-	entry, ok := e.current().view.Tool(name)
-	if !ok {
-		return nil
-	}
-	return bindingsOf(entry.Def)
-}
-
-// bindingsOf is paramBindings, remembered for definitions that need
-// decoding (an x-mcp- member, or escapes that may spell one).
-func bindingsOf(def json.RawMessage) []paramBinding {
-	if !bytes.Contains(def, []byte("x-mcp-")) && !bytes.Contains(def, []byte(`\u`)) {
-		return nil
-	}
-	if b, ok := bindingDefs.get(def); ok {
-		return b
-	}
-	b := paramBindings(def)
-	bindingDefs.put(def, b)
-	return b
-}
-
-// bindingDefs remembers the bindings of tool definitions.
-var bindingDefs = &memo[[]paramBinding]{}
-
 // refuseParamHeaders checks a 2026-07-28 tools/call (body, of JSON-RPC
 // id id) against the Mcp-Param-* headers of r when its tool binds
 // arguments to headers; on a mismatch it answers as the go-sdk does (400,
 // CodeHeaderMismatch) and reports true.
 func (e *Edge) refuseParamHeaders(w http.ResponseWriter, r *http.Request, name string, id, args json.RawMessage) bool {
-	bindings := e.toolBindings(name)
+	bindings := e.current().view.ToolBindings(name)
 	if len(bindings) == 0 {
 		return false
 	}
@@ -228,24 +165,18 @@ func (e *Edge) refuseParamHeaders(w http.ResponseWriter, r *http.Request, name s
 	return true
 }
 
-// refuseParamHeadersOf is refuseParamHeaders for a body not parsed yet
-// (a call the go-sdk is to answer): one that is not a single request of
-// the name in Mcp-Name is left to the go-sdk's own checks.
-func (e *Edge) refuseParamHeadersOf(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	name := r.Header.Get("Mcp-Name")
-	if len(e.toolBindings(name)) == 0 {
-		return false
+// paramHeaderMismatch is checkParamHeaders for a call the go-sdk decoded
+// (nil for a call of an older protocol), as a JSON-RPC error.
+func (e *Edge) paramHeaderMismatch(r *mcp.CallToolRequest) error {
+	if r.Params == nil || r.Extra == nil || r.Extra.Header.Get("Mcp-Protocol-Version") < newProtocol {
+		return nil
 	}
-	v, err := fastjson.ParseBytes(body)
-	if err != nil || v.Type() != fastjson.TypeObject || string(v.GetStringBytes("params", "name")) != name {
-		return false
+	bindings := e.current().view.ToolBindings(r.Params.Name)
+	if len(bindings) == 0 {
+		return nil
 	}
-	var id, args json.RawMessage
-	if x := v.Get("id"); x != nil {
-		id = x.MarshalTo(nil)
+	if err := checkParamHeaders(r.Extra.Header, r.Params.Arguments, bindings); err != nil {
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()}
 	}
-	if x := v.Get("params", "arguments"); x != nil {
-		args = x.MarshalTo(nil)
-	}
-	return e.refuseParamHeaders(w, r, name, id, args)
+	return nil
 }

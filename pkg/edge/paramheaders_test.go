@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
 )
 
@@ -24,12 +26,17 @@ const routeSchema = `{"type":"object","properties":{
 
 // A 2026-07-28 tools/call of a tool that binds arguments to headers is
 // refused through the edge exactly when a go-sdk server with the tool
-// refuses it (400, CodeHeaderMismatch, the same message), whether the
-// edge answers the call itself or hands it to the go-sdk.
+// refuses it, with the same error (CodeHeaderMismatch, the same message),
+// whether the edge answers the call itself (with the same status, 400) or
+// hands it to the go-sdk (the error then in a 200 response, from the
+// shared server's middleware, on the name and arguments the call would
+// run with).
 func TestParamHeadersMatchGoSDK(t *testing.T) {
 	f := newFleet(t)
 	b := startBackend(t, "alpha", &demobackend.Options{NewProtocol: true})
 	b.AddTool(&mcp.Tool{Name: "route", InputSchema: json.RawMessage(routeSchema)})
+	// Not a binding for the go-sdk: it matches member names exactly.
+	b.AddTool(&mcp.Tool{Name: "zone", InputSchema: json.RawMessage(`{"type":"object","properties":{"zone":{"type":"string","X-Mcp-Header":"Zone"}}}`)})
 	f.healthyBackend("default", b)
 	fast, sdk := startEdge(t, f, nil), startEdge(t, f, nil)
 	sdk.goSDKStateless.Store(true) // every call through the go-sdk's stateless handler
@@ -45,37 +52,56 @@ func TestParamHeadersMatchGoSDK(t *testing.T) {
 		args string
 		hdr  map[string]string
 		ok   bool
+		// viaSDK: the edge hands the call to the go-sdk (its fast path
+		// declines the body), so a refusal comes in a 200 response.
+		viaSDK bool
+		tool   string // default route
 	}{
-		{"all headers", `{"region":"eu","count":3,"opts":{"fast":true}}`, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Count": "3", "Mcp-Param-Fast": "true"}, true},
-		{"unbound argument only", `{"note":"x"}`, nil, true},
-		{"no arguments", `{}`, nil, true},
-		{"null argument, no header", `{"region":null}`, nil, true},
-		{"base64 header", `{"region":"zürich"}`, map[string]string{"Mcp-Param-Region": "=?base64?esO8cmljaA==?="}, true},
-		{"integer written as a float", `{"count":3}`, map[string]string{"Mcp-Param-Count": "3.0"}, true},
-		{"missing header", `{"region":"eu"}`, nil, false},
-		{"wrong value", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "us"}, false},
-		{"nested wrong value", `{"opts":{"fast":true}}`, map[string]string{"Mcp-Param-Fast": "false"}, false},
-		{"header for an absent argument", `{}`, map[string]string{"Mcp-Param-Region": "eu"}, false},
-		{"header for a null argument", `{"region":null}`, map[string]string{"Mcp-Param-Region": "null"}, false},
-		{"bad base64", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "=?base64?!!?="}, false},
-		{"not a primitive", `{"region":{"a":1}}`, map[string]string{"Mcp-Param-Region": "x"}, false},
-		{"fractional count", `{"count":1.5}`, map[string]string{"Mcp-Param-Count": "1.5"}, false},
+		{"all headers", `{"region":"eu","count":3,"opts":{"fast":true}}`, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Count": "3", "Mcp-Param-Fast": "true"}, true, false, ""},
+		{"unbound argument only", `{"note":"x"}`, nil, true, false, ""},
+		{"no arguments", `{}`, nil, true, false, ""},
+		{"null argument, no header", `{"region":null}`, nil, true, false, ""},
+		{"base64 header", `{"region":"zürich"}`, map[string]string{"Mcp-Param-Region": "=?base64?esO8cmljaA==?="}, true, false, ""},
+		{"integer written as a float", `{"count":3}`, map[string]string{"Mcp-Param-Count": "3.0"}, true, false, ""},
+		{"missing header", `{"region":"eu"}`, nil, false, false, ""},
+		{"wrong value", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "us"}, false, false, ""},
+		{"nested wrong value", `{"opts":{"fast":true}}`, map[string]string{"Mcp-Param-Fast": "false"}, false, false, ""},
+		{"header for an absent argument", `{}`, map[string]string{"Mcp-Param-Region": "eu"}, false, false, ""},
+		{"header for a null argument", `{"region":null}`, map[string]string{"Mcp-Param-Region": "null"}, false, false, ""},
+		{"bad base64", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "=?base64?!!?="}, false, false, ""},
+		{"not a primitive", `{"region":{"a":1}}`, map[string]string{"Mcp-Param-Region": "x"}, false, false, ""},
+		{"fractional count", `{"count":1.5}`, map[string]string{"Mcp-Param-Count": "1.5"}, false, false, ""},
+		{"member name in another case", `{"zone":"z1"}`, nil, true, false, "zone"},
+		// Bodies whose members repeat: the go-sdk takes the last.
+		{"repeated name", `{"region":"eu"}`, nil, false, true, "dup-name"},
+		{"repeated arguments", `{"region":"eu"},"arguments":{"region":"us"}`, map[string]string{"Mcp-Param-Region": "eu"}, false, true, ""},
+		{"arguments nested deeper than the fast path parses", `{"region":"eu","pad":` + strings.Repeat("[", 400) + strings.Repeat("]", 400) + `}`, nil, false, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dcode, _, dmsg := statelessPost(t, b.URL(), body("route", tc.args), withName(tc.hdr, "route"))
+			post := func(url, prefix string) (int, map[string]any) {
+				tool := cmp.Or(tc.tool, "route")
+				b := body(prefix+tool, tc.args)
+				if tool == "dup-name" {
+					tool = "route"
+					b = strings.Replace(body(prefix+tool, tc.args), `"name":`, `"name":"nope","name":`, 1)
+				}
+				code, _, msg := statelessPost(t, url, b, withName(tc.hdr, prefix+tool))
+				return code, msg
+			}
+			dcode, dmsg := post(b.URL(), "")
 			if (dcode == http.StatusOK && dmsg["error"] == nil) != tc.ok {
 				t.Fatalf("go-sdk server: %d %v, want ok %v", dcode, dmsg, tc.ok)
 			}
 			for _, e := range []*Edge{fast, sdk} {
-				code, _, msg := statelessPost(t, e.MCPURL(), body("alpha_route", tc.args), withName(tc.hdr, "alpha_route"))
-				if code != dcode {
-					t.Fatalf("edge (go-sdk path %v): status %d %v, go-sdk server %d %v", e.goSDKStateless.Load(), code, msg, dcode, dmsg)
-				}
-				if !tc.ok && !reflect.DeepEqual(msg, dmsg) {
-					t.Fatalf("edge (go-sdk path %v): %v\ngo-sdk server: %v", e.goSDKStateless.Load(), msg, dmsg)
-				}
-				if tc.ok && msg["result"] == nil {
-					t.Fatalf("edge (go-sdk path %v): %v, want a result", e.goSDKStateless.Load(), msg)
+				code, msg := post(e.MCPURL(), "alpha_")
+				viaSDK := tc.viaSDK || e.goSDKStateless.Load()
+				switch {
+				case tc.ok && (code != http.StatusOK || msg["result"] == nil):
+					t.Fatalf("edge (go-sdk path %v): %d %v, want a result", viaSDK, code, msg)
+				case !tc.ok && !reflect.DeepEqual(msg["error"], dmsg["error"]):
+					t.Fatalf("edge (go-sdk path %v): %v\ngo-sdk server: %v", viaSDK, msg, dmsg)
+				case !tc.ok && !viaSDK && code != dcode:
+					t.Fatalf("edge: status %d, go-sdk server %d", code, dcode)
 				}
 			}
 		})
@@ -107,7 +133,9 @@ func withName(hdr map[string]string, name string) map[string]string {
 // checkParamHeaders on its own: bindings at depth, strings, booleans and
 // integers, the base64 form.
 func TestCheckParamHeaders(t *testing.T) {
-	bindings := paramBindings(json.RawMessage(`{"inputSchema":` + routeSchema + `}`))
+	view := catalog.Aggregate([]catalog.Source{{Backend: "b",
+		Tools: []json.RawMessage{json.RawMessage(`{"name":"route","inputSchema":` + routeSchema + `}`)}}}, nil)
+	bindings := view.ToolBindings("b_route")
 	if len(bindings) != 3 {
 		t.Fatalf("bindings %v, want 3", bindings)
 	}

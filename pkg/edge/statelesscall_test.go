@@ -143,25 +143,3 @@ func TestParseStatelessCallRefuses(t *testing.T) {
 		}
 	}
 }
-
-// A tool's header bindings are found at any depth, however the member
-// name is written, and only in the input schema's properties.
-func TestParamBindings(t *testing.T) {
-	for def, want := range map[string]string{
-		`{"name":"t","inputSchema":{"type":"object"}}`:                                                               ``,
-		`{"name":"t","description":"a \u003cb\u003e","inputSchema":{"type":"object"}}`:                               ``,
-		`{"name":"t","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`:       `r=R`,
-		`{"name":"t","inputSchema":{"properties":{"r":{"x-mcp-\u0068eader":"R"}}}}`:                                  `r=R`,
-		`{"name":"t","inputSchema":{"properties":{"o":{"properties":{"f":{"type":"boolean","x-mcp-header":"F"}}}}}}`: `o.f=F`,
-		`{"name":"t","description":"x-mcp-header","inputSchema":{}}`:                                                 ``,
-		`{"name":"t","inputSchema":{"x-mcp-header":"R","properties":{"r":{"x-mcp-header":""}}}}`:                     ``,
-	} {
-		var got []string
-		for _, b := range bindingsOf(json.RawMessage(def)) {
-			got = append(got, strings.Join(b.path, ".")+"="+b.header)
-		}
-		if strings.Join(got, ",") != want {
-			t.Errorf("bindingsOf(%s) = %v, want %s", def, got, want)
-		}
-	}
-}
