@@ -30,9 +30,6 @@ func (e *Edge) receiving(s *session) mcp.Middleware {
 			case *mcp.ListResourcesRequest:
 				return listResources(s.served(), r)
 			case *mcp.CallToolRequest:
-				if err := e.paramHeaderMismatch(r); err != nil {
-					return nil, err
-				}
 				return result(e.callTool(ctx, r))
 			case *mcp.GetPromptRequest:
 				return result(e.getPrompt(ctx, r))

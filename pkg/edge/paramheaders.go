@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -24,9 +25,9 @@ import (
 // 400, CodeHeaderMismatch) for the tools it has; the edge's tools are not
 // on a go-sdk server, so the edge checks them itself, the same way
 // (checkParamHeaders): on its fast path (refuseParamHeaders, with the
-// go-sdk's answer), and, for a call the go-sdk decoded, in the shared
-// server's middleware (paramHeaderMismatch, a JSON-RPC error), on the
-// name and arguments the call runs with.
+// go-sdk's answer), and, for a call the go-sdk decoded, in the session
+// servers' outermost middleware (checkingParamHeaders, a JSON-RPC error),
+// on the name and arguments the call runs with.
 
 // errHeaderMismatch marks a refusal by checkParamHeaders.
 var errHeaderMismatch = errors.New("header mismatch")
@@ -37,14 +38,14 @@ var errHeaderMismatch = errors.New("header mismatch")
 // equal to its value (a string, a boolean or an integer, a string
 // possibly in =?base64?...?= form); an absent or null one must have none.
 func checkParamHeaders(h http.Header, args json.RawMessage, bindings []catalog.ParamBinding) error {
-	var raw map[string]json.RawMessage
-	if len(args) > 0 && json.Unmarshal(args, &raw) != nil {
+	root := &argNode{}
+	if len(args) > 0 && json.Unmarshal(args, &root.obj) != nil {
 		return nil // the go-sdk skips the check for arguments it cannot decode
 	}
 	for _, b := range bindings {
 		full := "Mcp-Param-" + b.Header
 		got := h.Get(full)
-		arg, ok := lookupArgument(raw, b.Path)
+		arg, ok := root.lookup(b.Path)
 		if !ok || string(arg) == "null" {
 			if got != "" {
 				return fmt.Errorf("%w: unexpected %s header for absent or null parameter %q", errHeaderMismatch, full, strings.Join(b.Path, "."))
@@ -69,20 +70,45 @@ func checkParamHeaders(h http.Header, args json.RawMessage, bindings []catalog.P
 	return nil
 }
 
-// lookupArgument returns the value at path in args (objects nested).
-func lookupArgument(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
-	if len(path) == 0 {
-		return nil, false
+// argNode is an object of a call's arguments, decoded when a binding
+// first looks into it and then kept: each object is decoded once, however
+// many bindings look into it (a lookup per binding that decoded each
+// object on its path again cost time cubic in the nesting).
+type argNode struct {
+	obj      map[string]json.RawMessage // nil: not an object
+	children map[string]*argNode
+}
+
+// newArgNode decodes raw as an object; the node is empty if it is none.
+func newArgNode(raw json.RawMessage) *argNode {
+	n := &argNode{}
+	if json.Unmarshal(raw, &n.obj) != nil {
+		n.obj = nil
 	}
-	cur, ok := args[path[0]]
-	for _, part := range path[1:] {
-		var obj map[string]json.RawMessage
-		if !ok || json.Unmarshal(cur, &obj) != nil {
+	return n
+}
+
+// lookup returns the value at path (objects nested).
+func (n *argNode) lookup(path []string) (json.RawMessage, bool) {
+	for i, part := range path {
+		raw, ok := n.obj[part]
+		if !ok {
 			return nil, false
 		}
-		cur, ok = obj[part]
+		if i == len(path)-1 {
+			return raw, true
+		}
+		child := n.children[part]
+		if child == nil {
+			child = newArgNode(raw)
+			if n.children == nil {
+				n.children = map[string]*argNode{}
+			}
+			n.children[part] = child
+		}
+		n = child
 	}
-	return cur, ok
+	return nil, false
 }
 
 // maxSafeInteger bounds the integers a header may carry (exact in a
@@ -165,14 +191,37 @@ func (e *Edge) refuseParamHeaders(w http.ResponseWriter, r *http.Request, name s
 	return true
 }
 
+// checkingParamHeaders is the session servers' outermost middleware: it
+// refuses a 2026-07-28 tools/call the go-sdk decoded whose Mcp-Param-*
+// headers do not match the name and arguments it would run with. A
+// refused call is not a call: the call trail and the evidence do not see
+// it, as they do not see one refused on the fast path.
+func (e *Edge) checkingParamHeaders(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok {
+			if err := e.paramHeaderMismatch(r); err != nil {
+				return nil, err
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // paramHeaderMismatch is checkParamHeaders for a call the go-sdk decoded
-// (nil for a call of an older protocol), as a JSON-RPC error.
+// (nil for a call of an older protocol), as a JSON-RPC error. A call
+// without the request's headers is refused: it cannot be checked.
 func (e *Edge) paramHeaderMismatch(r *mcp.CallToolRequest) error {
-	if r.Params == nil || r.Extra == nil || r.Extra.Header.Get("Mcp-Protocol-Version") < newProtocol {
+	if r.Params == nil {
 		return nil
 	}
 	bindings := e.current().view.ToolBindings(r.Params.Name)
 	if len(bindings) == 0 {
+		return nil
+	}
+	if r.Extra == nil || r.Extra.Header == nil {
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "header mismatch: no request headers to check"}
+	}
+	if r.Extra.Header.Get("Mcp-Protocol-Version") < newProtocol {
 		return nil
 	}
 	if err := checkParamHeaders(r.Extra.Header, r.Params.Arguments, bindings); err != nil {

@@ -79,6 +79,7 @@ func (e *Edge) newSession(id, kind, protocol string) *session {
 	}
 	s.srv.AddReceivingMiddleware(e.receiving(s))
 	s.srv.AddReceivingMiddleware(e.evidence(s)) // outside receiving: sees its results
+	s.srv.AddReceivingMiddleware(e.checkingParamHeaders)
 	if kind == kindListen {
 		s.srv.AddSendingMiddleware(e.sending(s))
 	}
