@@ -15,15 +15,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// startEdgeProc runs the edge binary against natsURL and returns its MCP
-// URL once it is ready. extra adds flags.
-func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
+// startProc starts cmd with its output in a log file (name.log) and
+// interrupts it, and waits for it, at cleanup.
+func startProc(t testing.TB, name string, cmd *exec.Cmd) {
 	t.Helper()
-	listen, admin := freeAddr(t), freeAddr(t)
-	args := append([]string{"--nats-url", natsURL, "--listen", listen, "--admin-listen", admin, "--id", "bench-edge",
-		"--log-format", "json"}, extra...)
-	cmd := exec.Command(binary(t, "edge"), args...)
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "edge.log"))
+	logf, _ := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -33,6 +29,16 @@ func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
 		_ = cmd.Wait()
 		logf.Close()
 	})
+}
+
+// startEdgeProc runs the edge binary against natsURL and returns its MCP
+// URL once it is ready. extra adds flags.
+func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
+	t.Helper()
+	listen, admin := freeAddr(t), freeAddr(t)
+	args := append([]string{"--nats-url", natsURL, "--listen", listen, "--admin-listen", admin, "--id", "bench-edge",
+		"--log-format", "json"}, extra...)
+	startProc(t, "edge", exec.Command(binary(t, "edge"), args...))
 	eventually(t, 30*time.Second, "edge ready", func() bool {
 		resp, err := http.Get("http://" + admin + "/readyz")
 		if err != nil {
@@ -67,17 +73,7 @@ func BenchmarkToolCallProcesses(b *testing.B) {
 func startBackendProc(t testing.TB, name string) string {
 	t.Helper()
 	listen := freeAddr(t)
-	cmd := exec.Command(binaryOf(t, "demo", "./demo"), "backend", "--name", name, "--listen", listen)
-	logf, _ := os.Create(filepath.Join(t.TempDir(), name+".log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	startProc(t, name, exec.Command(binaryOf(t, "demo", "./demo"), "backend", "--name", name, "--listen", listen))
 	eventually(t, 30*time.Second, "backend "+name+" listening", func() bool {
 		c, err := net.Dial("tcp", listen)
 		if err == nil {

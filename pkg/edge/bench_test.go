@@ -65,17 +65,7 @@ func BenchmarkToolCall(b *testing.B) {
 // sending, measured), answered as an event stream direct and as JSON
 // through the edge.
 func BenchmarkToolCallStateless(b *testing.B) {
-	f := newFleet(b)
-	be := startBackend(b, "alpha", &demobackend.Options{NewProtocol: true})
-	f.healthyBackend("default", be)
-	e := startEdge(b, f, nil)
-	via := connectTimed(b, e.MCPURL(), "")
-	newClient(b, via)
-	call(b, via.cs, "alpha_echo")
-	direct := connectTimed(b, be.URL(), "")
-	compareToolCallsOn(b, direct, via, "alpha_echo", "edge", newProtocol)
-	b.ReportMetric(direct.clock.p50(), "direct-send-p50-µs")
-	b.ReportMetric(via.clock.p50(), "edge-send-p50-µs")
+	compareNewProtocolCalls(b, &demobackend.Options{NewProtocol: true}, newProtocol)
 }
 
 // BenchmarkToolCallStatelessFallback is BenchmarkToolCallStateless with a
@@ -85,24 +75,27 @@ func BenchmarkToolCallStateless(b *testing.B) {
 // 2026-07-28 go-sdk client decodes its request's params again for each
 // header it sets, and decodes the result's _meta (the server's info).
 func BenchmarkToolCallStatelessFallback(b *testing.B) {
+	compareNewProtocolCalls(b, nil, "2025-11-25")
+}
+
+// compareNewProtocolCalls compares go-sdk clients of the default protocol
+// (2026-07-28) calling a backend of options o directly, where they must
+// get protocol direct, and through the edge (where they must get
+// 2026-07-28), with each client's time before sending.
+func compareNewProtocolCalls(b *testing.B, o *demobackend.Options, direct string) {
 	f := newFleet(b)
-	be := startBackend(b, "alpha", nil)
+	be := startBackend(b, "alpha", o)
 	f.healthyBackend("default", be)
 	e := startEdge(b, f, nil)
 	via := connectTimed(b, e.MCPURL(), "")
-	newClient(b, via)
-	call(b, via.cs, "alpha_echo")
-	direct := connectTimed(b, be.URL(), "")
-	compareToolCallsOn(b, direct, via, "alpha_echo", "edge", "2025-11-25")
-	b.ReportMetric(direct.clock.p50(), "direct-send-p50-µs")
-	b.ReportMetric(via.clock.p50(), "edge-send-p50-µs")
-}
-
-// newClient fails b unless c speaks 2026-07-28.
-func newClient(b *testing.B, c *client) {
-	if got := c.cs.InitializeResult().ProtocolVersion; got != newProtocol {
+	if got := via.cs.InitializeResult().ProtocolVersion; got != newProtocol {
 		b.Fatalf("client through the edge: protocol %s, want %s", got, newProtocol)
 	}
+	call(b, via.cs, "alpha_echo")
+	dc := connectTimed(b, be.URL(), "")
+	compareToolCallsOn(b, dc, via, "alpha_echo", "edge", direct)
+	b.ReportMetric(dc.clock.p50(), "direct-send-p50-µs")
+	b.ReportMetric(via.clock.p50(), "edge-send-p50-µs")
 }
 
 // connectTimed is connect with a sendClock on the client's requests.
