@@ -104,7 +104,11 @@
 // answered the same way (statelesscall.go), with the go-sdk's header and
 // _meta checks and the server's info added to the result's _meta as the
 // go-sdk adds it, instead of by the go-sdk's stateless handler, which
-// makes a server session per request.
+// makes a server session per request. A call's Mcp-Param-* headers are
+// checked against the arguments its tool binds to them (x-mcp-header), as
+// a go-sdk server checks them for its own tools: on this path, and, for a
+// call the go-sdk decoded, in the session servers' outermost middleware
+// (paramheaders.go).
 //
 // After the edge answered such a call on an HTTP/1.1 keep-alive
 // connection, the connection becomes a call lane (lane.go): the edge
