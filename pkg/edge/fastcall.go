@@ -153,6 +153,14 @@ func fastHeaders(r *http.Request, version string) bool {
 	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
 	}
+	return jsonPostHeaders(r)
+}
+
+// jsonPostHeaders reports whether the go-sdk would take the rest of a
+// POST's headers: a JSON body, both response kinds accepted, and a Host
+// its DNS-rebinding protection lets through (a loopback name when the
+// request came to a loopback address).
+func jsonPostHeaders(r *http.Request) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
 			return false

@@ -3,7 +3,6 @@ package edge
 import (
 	"crypto/rand"
 	"encoding/json"
-	"mime"
 	"net/http"
 	"strconv"
 	"sync"
@@ -214,16 +213,7 @@ func listenHeaders(r *http.Request) bool {
 		len(r.Header.Values("Last-Event-ID")) > 0 || !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
 		return false
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
-	}
-	if jsonOK, streamOK := accepts(r); !jsonOK || !streamOK {
-		return false
-	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && loopback(la.String()) {
-		return loopback(r.Host)
-	}
-	return true
+	return jsonPostHeaders(r)
 }
 
 // listenFrames are the acknowledgement and the three list_changed events

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -99,18 +98,7 @@ func statelessCallHeaders(r *http.Request) bool {
 		len(r.Header.Values("Last-Event-ID")) > 0 || r.ProtoMajor != 1 {
 		return false
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
-			return false
-		}
-	}
-	if jsonOK, streamOK := accepts(r); !jsonOK || !streamOK {
-		return false
-	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && loopback(la.String()) {
-		return loopback(r.Host)
-	}
-	return true
+	return jsonPostHeaders(r)
 }
 
 // parseStatelessCall parses body as a tools/call of the new protocol with
