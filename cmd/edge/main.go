@@ -40,6 +40,7 @@ type config struct {
 	coalesce, callTimeout, shutdownTimeout, sessionTimeout              time.Duration
 	pinned                                                              []string
 	sessions                                                            sessionConfig
+	limits                                                              limitConfig
 }
 
 func main() {
@@ -83,6 +84,7 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight calls (extension)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, "close sessions without a request for this long; 0 never (extension)")
 	c.sessions.flags(fs)
+	c.limits.flags(fs)
 	var pinned string
 	fs.StringVar(&pinned, "pinned-tools", "", "comma-separated exposed tool names an optimizer edge always advertises; mirrors the group's pinned_tools in the fleet config (extension)")
 	if err := cmdline.Parse(fs, args, getenv); err != nil {
@@ -106,6 +108,8 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 		return nil, fmt.Errorf("invalid value %q for flag -separator: want characters of [A-Za-z0-9_.-]", c.separator)
 	case c.sessions.check() != nil:
 		return nil, c.sessions.check()
+	case c.limits.check() != nil:
+		return nil, c.limits.check()
 	case c.coalesce <= 0 || c.callTimeout <= 0 || c.shutdownTimeout <= 0 || c.sessionTimeout < 0:
 		return nil, errors.New("invalid duration: -coalesce, -call-timeout and -shutdown-timeout must be positive, -session-timeout not negative")
 	}
@@ -150,11 +154,13 @@ func run(ctx context.Context, c *config) error {
 	if err != nil {
 		return err
 	}
-	e, err := edge.New(elog, &edge.Options{ID: c.id, Group: c.group, Separator: c.separator, Listen: c.listen,
+	opts := &edge.Options{ID: c.id, Group: c.group, Separator: c.separator, Listen: c.listen,
 		AdminListen: c.adminListen, Coalesce: c.coalesce, CallTimeout: c.callTimeout,
 		ShutdownTimeout: c.shutdownTimeout, SessionTimeout: c.sessionTimeout, Logger: &log,
-		Mode: c.mode, PinnedTools: c.pinned,
-		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg})
+		Mode: c.mode, PinnedTools: c.pinned, SessionIdleTimeout: c.sessions.idleTimeout,
+		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg}
+	c.limits.apply(opts)
+	e, err := edge.New(elog, opts)
 	if err != nil {
 		return err
 	}

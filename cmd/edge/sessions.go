@@ -29,7 +29,7 @@ type sessionConfig struct {
 
 func (c *sessionConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.idleTimeout, "session-idle-timeout", sessionstore.DefaultIdleTimeout,
-		"a session's shared record expires after this long without a request (at least 1s); sessions continue on any edge until then")
+		"a session without a request (and no open stream) for this long ends on every edge, and its shared record expires (at least 1s)")
 	fs.StringVar(&c.identityHeader, "identity-header", "",
 		"request header carrying the caller's identity, set by a trusted proxy (e.g. X-Fleetgate-User); sessions are bound to it and requests without it refused; empty: no identity (extension)")
 	fs.BoolVar(&c.local, "local-sessions", false, "keep sessions on this edge only: no shared session records (extension)")

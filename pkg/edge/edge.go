@@ -18,6 +18,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
@@ -76,6 +78,25 @@ type Options struct {
 	// CallTrail receives every tools/call; nil records none. The edge runs
 	// it and drains it after its last call.
 	CallTrail *calltrail.Trail
+
+	// Limits of the admission gate (package admission; zero fields take
+	// its defaults): request body and initialize sizes, sessions per edge
+	// and per identity. IdentityHeader above is the gate's too.
+	Limits admission.Options
+	// SessionIdleTimeout ends a session without a request for this long,
+	// with or without Records; default 30m, negative never.
+	SessionIdleTimeout time.Duration
+	// HeaderTimeout bounds the reading of a request's head (default 10s),
+	// BodyTimeout the reading of a POST's body (default 30s), and
+	// IdleTimeout a keep-alive connection (call lanes included) waiting
+	// for its next request (default 2m).
+	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	// MaxBackendResponse bounds a backend's response body, or one event of
+	// an event stream; default DefaultMaxBackendResponse (16 MiB).
+	MaxBackendResponse int64
+	// MaxConnections caps the open MCP connections (default 16384): one
+	// more is answered 503 and closed at once.
+	MaxConnections int
 }
 
 func (o *Options) withDefaults() Options {
@@ -103,6 +124,19 @@ func (o *Options) withDefaults() Options {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
 	}
+	durDef := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	durDef(&c.SessionIdleTimeout, 30*time.Minute)
+	durDef(&c.HeaderTimeout, 10*time.Second)
+	durDef(&c.BodyTimeout, 30*time.Second)
+	durDef(&c.IdleTimeout, 2*time.Minute)
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 16384
+	}
+	c.Limits.IdentityHeader = c.IdentityHeader
 	if c.BackendHTTPClient == nil {
 		c.BackendHTTPClient = &http.Client{Transport: newConnTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
@@ -165,10 +199,13 @@ type Edge struct {
 	// answering, by session id and request id.
 	fastCalls sync.Map
 
-	mu       sync.Mutex
-	cur      *served
-	sessions map[string]*session
-	shared   *session // answers 2026-07-28 requests other than listen
+	adm *admitter // the admission gate (admit.go)
+
+	mu         sync.Mutex
+	cur        *served
+	sessions   map[string]*session
+	byIdentity map[string]int // sessions per identity ("" anonymous)
+	shared     *session       // answers 2026-07-28 requests other than listen
 
 	evMu      sync.Mutex
 	evTimes   []eventTime // events of the group not yet in a batch
@@ -203,8 +240,9 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 		return nil, fmt.Errorf("edge: mode %q: want %q or %q", opts.Mode, ModePassthrough, ModeOptimizer)
 	}
 	e := &Edge{opts: opts, log: opts.Logger.With().Str("edge", opts.ID).Str("group", opts.Group).Logger(),
-		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}}
+		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}, byIdentity: map[string]int{}}
 	e.m = newMetrics(opts.Registry)
+	e.adm = newAdmitter(&opts.Limits, opts.Registry)
 	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
 	e.implJSON, _ = json.Marshal(e.impl) // strings only: it encodes
 	e.caps = &mcp.ServerCapabilities{
@@ -219,7 +257,7 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 	}
 	e.cur = e.empty
 	e.backends.Store(&map[string]events.BackendConfig{})
-	e.pool = newPool(opts.BackendHTTPClient, opts.CallTimeout, e.m)
+	e.pool = newPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
 	e.rm, e.digests = newRecordMetrics(opts.Registry, e), newDigestCache()
 	e.reader = events.NewReader(log, &events.ReaderOptions{Metrics: e.m.events, OnEvent: e.onEvent,
 		OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }})
@@ -270,7 +308,8 @@ func (e *Edge) Run(ctx context.Context) error {
 	var failed error
 	watch, stop := e.reader.Watch()
 	defer stop()
-	mcpSrv := &http.Server{Handler: countStreaks(e.mcpHandler()), ReadHeaderTimeout: 10 * time.Second, ConnContext: laneConnContext}
+	mcpSrv := &http.Server{Handler: countStreaks(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
+		IdleTimeout: e.opts.IdleTimeout, ConnContext: laneConnContext}
 	adminSrv := &http.Server{Handler: e.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, ln net.Listener, what string) {
@@ -285,7 +324,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.follow(ctx, watch) })
 	wg.Go(func() { e.sweep(ctx, sweepEvery) })
 	stopRecords := e.startRecords()
-	serve(mcpSrv, e.mcpLn, "mcp")
+	serve(mcpSrv, h1.LimitListener(e.mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
 	serve(mcpSrv, e.handback, "mcp (call lanes given back)")
 	serve(adminSrv, e.adminLn, "admin")
 	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")

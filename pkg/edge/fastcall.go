@@ -40,12 +40,16 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 	}
 	var data []byte
 	var err error
-	if lb, ok := r.Body.(*laneBody); ok { // read whole already
+	if lb, ok := r.Body.(*wholeBody); ok { // read whole already (the gate, a lane)
 		data = lb.data
 	} else {
 		data, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	}
 	restore := func() bool {
+		if _, ok := r.Body.(*wholeBody); ok {
+			r.Body = newWholeBody(data) // unread, whole: the go-sdk reads it next
+			return false
+		}
 		r.Body = struct {
 			io.Reader
 			io.Closer

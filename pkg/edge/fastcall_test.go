@@ -119,7 +119,7 @@ func TestFastCallCancelled(t *testing.T) {
 	}
 	select {
 	case msg := <-done:
-		if res, _ := msg["result"].(map[string]any); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "canceled") {
+		if res, _ := msg["result"].(map[string]any); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), BackendCancelled) {
 			t.Fatalf("cancelled call: %v", msg)
 		}
 	case <-time.After(30 * time.Second):
@@ -235,7 +235,7 @@ func TestRawCall(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	p := newPool(srv.Client(), time.Minute, nil)
+	p := newPool(srv.Client(), time.Minute, 0, nil)
 	ctx := context.Background()
 	raw, shape, err := p.rawCall(ctx, srv.URL, "s1", "tools/call", &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}})
 	if err != nil || !strings.Contains(string(raw), `"ok"`) || shape != (resultShape{plain: true}) {

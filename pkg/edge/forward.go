@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fastjson"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // A tools/call is forwarded to its backend as raw JSON-RPC over HTTP on
@@ -36,9 +38,6 @@ var (
 	acceptBoth            = []string{"application/json, text/event-stream"}
 	backendProtocolHeader = []string{backendProtocol}
 )
-
-// maxResponse bounds a backend's response body.
-const maxResponse = 64 << 20
 
 // errNotSent wraps the errors of an HTTP exchange that failed before a
 // response arrived (the go-sdk client's "rejected by transport"): the call
@@ -154,8 +153,8 @@ func (p *pool) rawCall(ctx context.Context, url, sid, method string, params any)
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, resultShape{}, fmt.Errorf("session %s: %w", sid, mcp.ErrSessionMissing)
 	case resp.StatusCode/100 != 2:
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, resultShape{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
+		// The body is the backend's own text: never passed on or logged.
+		return nil, resultShape{}, &errHTTPStatus{code: resp.StatusCode}
 	}
 	msg, err := p.readResponse(ctx, resp, url, sid, id)
 	if err != nil {
@@ -243,7 +242,7 @@ func (p *pool) cancelled(ctx context.Context, url, sid, id string) {
 // refused (the edge offers backends no client features).
 func (p *pool) readResponse(ctx context.Context, resp *http.Response, url, sid, id string) (*wireMessage, error) {
 	ct := mediaType(resp.Header.Get("Content-Type"))
-	body := io.LimitReader(resp.Body, maxResponse)
+	body := mcpwire.Guard(resp.Body, ct == "text/event-stream", mcpwire.Limits{MaxMessage: p.maxResponse})
 	switch ct {
 	case "application/json":
 		data, err := io.ReadAll(body)
@@ -254,7 +253,7 @@ func (p *pool) readResponse(ctx context.Context, resp *http.Response, url, sid, 
 	case "text/event-stream":
 		return p.readEvents(ctx, body, url, sid, id)
 	default:
-		return nil, fmt.Errorf("response: unexpected Content-Type %q", resp.Header.Get("Content-Type"))
+		return nil, fmt.Errorf("%w: unexpected Content-Type", errBadResponse)
 	}
 }
 
@@ -272,7 +271,7 @@ func (p *pool) readEvents(ctx context.Context, r io.Reader, url, sid, id string)
 	buf := scanBufs.Get().(*[]byte)
 	defer scanBufs.Put(buf)
 	sc := bufio.NewScanner(r)
-	sc.Buffer((*buf)[:0], maxResponse) // lines are copied out before the buffer is reused
+	sc.Buffer((*buf)[:0], int(p.maxResponse)+1) // lines are copied out before the buffer is reused
 	var data bytes.Buffer
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -312,6 +311,11 @@ var errNoResponse = errors.New("response: no JSON-RPC response to the request")
 // findResponse returns the response to id among the messages of data
 // (one message or a batch).
 func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id string) (*wireMessage, error) {
+	// fastjson's validator recurses without a depth limit: the depth is
+	// checked first, in one pass without recursion.
+	if err := mcpwire.Check(data, mcpwire.MaxDepth); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
 	if err := fastjson.ValidateBytes(data); err != nil {
 		return nil, fmt.Errorf("decode response: %w", err)
 	}

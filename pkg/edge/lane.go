@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -160,11 +161,14 @@ func (l *callLane) request() bool {
 		return false
 	}
 	req := l.readHead()
+	// The body is read before the gate sees the request (it checks the
+	// body too); a request refused or of another kind goes back to the
+	// server with its bytes, and the server's handler asks the gate again.
 	var answer func(http.ResponseWriter, *http.Request) bool
-	if req != nil {
+	if req != nil && laneCandidate(req) && l.readBody(req) && l.e.admitLane(req) {
 		answer = l.e.laneAnswer(req)
 	}
-	if answer == nil || !l.readBody(req) {
+	if answer == nil {
 		l.handBack()
 		return false
 	}
@@ -207,10 +211,6 @@ func (l *callLane) respond(lw *laneWriter, closing bool) bool {
 	return lw.writeTo(l.bw, time.Now()) == nil && !lw.close
 }
 
-// laneHeaderTimeout bounds the reading of a request's head once its first
-// byte came (the server's ReadHeaderTimeout).
-const laneHeaderTimeout = 10 * time.Second
-
 // maxLeadingCRLF is how many CR or LF bytes before a request the lane
 // skips, as the server does after a POST.
 const maxLeadingCRLF = 4
@@ -241,7 +241,7 @@ func (l *callLane) next() bool {
 // of a call (parseLaneHead); nil for any other, which goes back to the
 // server.
 func (l *callLane) readHead() *http.Request {
-	deadline := time.Now().Add(laneHeaderTimeout)
+	deadline := time.Now().Add(l.e.opts.HeaderTimeout)
 	for {
 		buf, _ := l.br.Peek(l.br.Buffered())
 		if req, n, ok := parseLaneHead(buf); ok {
@@ -279,6 +279,10 @@ func (l *callLane) readBody(req *http.Request) bool {
 	l.src.extend(int(n))
 	var body []byte
 	var err error
+	if int64(l.br.Buffered()) < n { // the rest must come within the body deadline
+		_ = l.conn.SetReadDeadline(time.Now().Add(l.e.opts.BodyTimeout))
+		defer l.conn.SetReadDeadline(time.Time{})
+	}
 	if n <= 64<<10 {
 		body = make([]byte, n)
 		_, err = io.ReadFull(l.br, body)
@@ -289,17 +293,9 @@ func (l *callLane) readBody(req *http.Request) bool {
 		return false
 	}
 	l.src.extend(maxLaneHeader) // room for the watch's read of what follows
-	req.Body = &laneBody{Reader: bytes.NewReader(body), data: body}
+	req.Body = newWholeBody(body)
 	return true
 }
-
-// laneBody is the body of a request on a lane, read whole.
-type laneBody struct {
-	*bytes.Reader
-	data []byte
-}
-
-func (*laneBody) Close() error { return nil }
 
 // waitRequest waits for the first byte of the next request. It reports
 // false when the connection ended or shutdown closed the lane.
@@ -310,12 +306,16 @@ func (l *callLane) waitRequest() bool {
 		if !l.state.CompareAndSwap(laneActive, laneIdle) || l.e.lanesShut.Load() {
 			return false
 		}
+		// An idle connection is closed after IdleTimeout, as the server
+		// closes its idle keep-alive connections.
+		_ = l.conn.SetReadDeadline(time.Now().Add(l.e.opts.IdleTimeout))
 		if _, err := l.br.Peek(1); err != nil {
 			return false
 		}
 		if !l.state.CompareAndSwap(laneIdle, laneActive) {
 			return false // closed by shutdown meanwhile, as the server closes idle connections
 		}
+		_ = l.conn.SetReadDeadline(time.Time{})
 	}
 	return !l.e.lanesShut.Load()
 }
@@ -418,15 +418,15 @@ func (l *callLane) handBack() {
 // of a session (laneSession), statelessCall for a 2026-07-28 tools/call;
 // nil sends the request back to the server.
 func (e *Edge) laneAnswer(r *http.Request) func(http.ResponseWriter, *http.Request) bool {
-	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.URL.RawPath != "" || !e.laneable(r) {
+	if !laneCandidate(r) || !e.laneable(r) {
 		return nil
 	}
-	if r.Header.Get("Mcp-Protocol-Version") >= newProtocol {
+	if admission.NewProtocol(r.Header.Get("Mcp-Protocol-Version")) {
 		if r.Header.Get("Mcp-Method") != "tools/call" {
 			return nil
 		}
 		return func(w http.ResponseWriter, r *http.Request) bool {
-			return e.statelessCall(w, r, r.Body.(*laneBody).data)
+			return e.statelessCall(w, r, r.Body.(*wholeBody).data)
 		}
 	}
 	s := e.laneSession(r)
@@ -439,6 +439,12 @@ func (e *Edge) laneAnswer(r *http.Request) func(http.ResponseWriter, *http.Reque
 	}
 }
 
+// laneCandidate reports whether r could be answered on a lane at all: a
+// POST to /mcp (its body is then worth reading there).
+func laneCandidate(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Path == "/mcp" && r.URL.RawPath == ""
+}
+
 // laneSession returns the live session a lane request names when
 // Edge.serveSession would take it straight to fastCall: a POST to /mcp of
 // the session-based protocol, of a session held here and owned by the
@@ -448,7 +454,7 @@ func (e *Edge) laneSession(r *http.Request) *session {
 		return nil
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" || r.Header.Get("Mcp-Protocol-Version") >= newProtocol || sessionstore.ValidateID(sid) != nil {
+	if sid == "" || admission.NewProtocol(r.Header.Get("Mcp-Protocol-Version")) || sessionstore.ValidateID(sid) != nil {
 		return nil
 	}
 	ident, ok := e.identity(r)

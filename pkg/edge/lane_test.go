@@ -259,7 +259,7 @@ func TestLaneAlternating(t *testing.T) {
 				t.Fatalf("%d lanes after calls in a row, want 1", len(e.lanes))
 			}
 			for l := range e.lanes {
-				if _, ok := l.conn.(*net.TCPConn); !ok {
+				if _, ok := l.conn.(*replayConn); ok {
 					t.Fatalf("the lane reads a %T, not the connection", l.conn)
 				}
 			}
@@ -297,7 +297,7 @@ func TestLaneRoomAfterBody(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
 	defer server.Close()
-	l := &callLane{conn: server, src: &laneSource{conn: server}}
+	l := &callLane{e: &Edge{opts: (&Options{}).withDefaults()}, conn: server, src: &laneSource{conn: server}}
 	l.br = bufio.NewReaderSize(l.src, 4<<10)
 	raw := laneRequest("SESSION00000", callBody("2", "alpha_echo"))
 	head := strings.Index(raw, "\r\n\r\n") + 4
@@ -337,7 +337,7 @@ func TestLaneBareLFHead(t *testing.T) {
 	if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha_echo") {
 		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
 	}
-	if d := time.Since(start); d >= laneHeaderTimeout {
+	if d := time.Since(start); d >= e.opts.HeaderTimeout {
 		t.Fatalf("answered after %v: the lane waited for a CR LF head end", d)
 	}
 }

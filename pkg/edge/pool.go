@@ -11,7 +11,34 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
+
+// guardedTransport guards every response body (mcpwire.Guard): the go-sdk
+// client decodes backend messages with a recursive decoder, so none may
+// reach it nested deeper than mcpwire.MaxDepth, or larger than the limit.
+type guardedTransport struct {
+	rt     http.RoundTripper
+	limits mcpwire.Limits
+}
+
+func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	sse := mediaType(resp.Header.Get("Content-Type")) == "text/event-stream"
+	resp.Body = mcpwire.Guard(resp.Body, sse, t.limits)
+	return resp, nil
+}
+
+// CloseIdleConnections passes on to the transport guarded.
+func (t *guardedTransport) CloseIdleConnections() {
+	if c, ok := t.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 // pool holds one persistent go-sdk client session per backend, created on
 // first use and replaced when the backend forgets it (a restart) or the
@@ -23,8 +50,14 @@ type pool struct {
 	// (Options.BackendHTTPClient nil), which post then calls directly.
 	direct  *connTransport
 	timeout time.Duration
-	m       *metrics
-	ids     atomic.Uint64 // ids of raw requests (forward.go)
+	// maxResponse bounds a response body, or an event of an event stream
+	// (Options.MaxBackendResponse); sdk is the client of the go-sdk
+	// sessions: http with every response body guarded (depth, size) and
+	// no redirects followed.
+	maxResponse int64
+	sdk         *http.Client
+	m           *metrics
+	ids         atomic.Uint64 // ids of raw requests (forward.go)
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
 	bg   sync.WaitGroup
@@ -46,14 +79,25 @@ type backendConn struct {
 	cs *mcp.ClientSession
 }
 
-func newPool(hc *http.Client, timeout time.Duration, m *metrics) *pool {
-	p := &pool{
-		client:  mcp.NewClient(&mcp.Implementation{Name: "fleetgate-edge", Version: "0.1.0"}, nil),
-		http:    hc,
-		timeout: timeout,
-		m:       m,
-		conns:   map[string]*backendConn{},
+func newPool(hc *http.Client, timeout time.Duration, maxResponse int64, m *metrics) *pool {
+	if maxResponse <= 0 {
+		maxResponse = DefaultMaxBackendResponse
 	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	p := &pool{
+		client:      mcp.NewClient(&mcp.Implementation{Name: "fleetgate-edge", Version: "0.1.0"}, nil),
+		http:        hc,
+		timeout:     timeout,
+		maxResponse: maxResponse,
+		m:           m,
+		conns:       map[string]*backendConn{},
+	}
+	p.sdk = &http.Client{Transport: &guardedTransport{rt: rt, limits: mcpwire.Limits{MaxMessage: maxResponse}},
+		Jar: hc.Jar, Timeout: hc.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	if ct, ok := hc.Transport.(*connTransport); ok && hc.Jar == nil && hc.CheckRedirect == nil && hc.Timeout == 0 {
 		p.direct = ct
@@ -127,13 +171,13 @@ func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	if c.cs != nil {
 		return c.cs, nil
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.http, MaxRetries: 2,
+	t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.sdk, MaxRetries: 2,
 		// The edge learns of catalog changes from the event log, not from
 		// backends, so it needs no standalone stream.
 		DisableStandaloneSSE: true}
 	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
-		return nil, fmt.Errorf("connect backend %q at %s: %w", c.name, c.url, err)
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, err) // no URL: it may carry credentials
 	}
 	c.cs = cs
 	// A session the go-sdk closes on its own (a broken stream, a response
@@ -201,7 +245,7 @@ func do[T any](ctx context.Context, p *pool, backend, url, method string, op fun
 	}
 	p.m.backendCall(backend, method, time.Since(start), err)
 	if err != nil {
-		return zero, fmt.Errorf("backend %q: %s: %w", backend, method, err)
+		return zero, backendError(backend, method, err)
 	}
 	return res, nil
 }

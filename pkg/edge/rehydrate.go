@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -25,14 +24,7 @@ var errForeign = errors.New("session belongs to another identity")
 // auth middleware set one, else the Options.IdentityHeader value. ok is
 // false when an identity header is configured and the request lacks it.
 func (e *Edge) identity(r *http.Request) (id string, ok bool) {
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
-		return ti.UserID, true
-	}
-	if e.opts.IdentityHeader == "" {
-		return "", true
-	}
-	id = strings.TrimSpace(r.Header.Get(e.opts.IdentityHeader))
-	return id, id != ""
+	return e.adm.gate.Identity(r.Header, tokenUserID(r))
 }
 
 // serveSession serves a request of the session-based protocol: it binds
@@ -40,15 +32,10 @@ func (e *Edge) identity(r *http.Request) (id string, ok bool) {
 // created from its stored record, ends the record with DELETE, and serves
 // the standalone GET stream (stream.go).
 func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	ident, ok := e.identity(r)
-	if !ok {
-		e.rm.refusals.WithLabelValues("missing_identity").Inc()
-		http.Error(w, "missing identity header "+e.opts.IdentityHeader, http.StatusUnauthorized)
-		return
-	}
+	ident, _ := e.identity(r) // the gate refused a request without one
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
-		e.serveStateful(h, w, r) // initialize: the owner is taken from the same headers
+		e.serveStateful(h, w, r, ident) // initialize: the owner is taken from the same headers
 		return
 	}
 	if sessionstore.ValidateID(sid) != nil {
@@ -68,6 +55,10 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 	if s == nil && e.recs != nil {
 		if r.Method == http.MethodDelete {
 			e.deleteStored(w, r, sid, owner)
+			return
+		}
+		if f := e.admitRebuild(r); f != nil {
+			e.refuse(w, r, f)
 			return
 		}
 		var err error
@@ -106,7 +97,7 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 			return
 		}
 	case http.MethodDelete:
-		e.serveStateful(h, w, r)
+		e.serveStateful(h, w, r, ident)
 		e.forget(s) // the go-sdk closed its session (or never had it)
 		e.recs.deleted(r.Context(), sid, s)
 		return
@@ -116,7 +107,7 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		}
 		return
 	}
-	e.serveStateful(h, w, r)
+	e.serveStateful(h, w, r, ident)
 }
 
 // post serves a POST of session s. A tools/call answered on a connection
@@ -141,7 +132,7 @@ func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *s
 		rc.plainCall()
 		return nil
 	}
-	e.serveStateful(h, w, r)
+	e.serveStateful(h, w, r, s.ident)
 	return nil
 }
 
@@ -205,12 +196,21 @@ func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*s
 // notifications/initialized, through the go-sdk's own handler (R1): the
 // session server's fixed id makes it the very session the client holds.
 func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, rec *sessionstore.Record) (*session, error) {
-	hd := &holder{id: rec.ID, kind: kindSession}
+	ident, _ := e.identity(orig)
+	hd := &holder{id: rec.ID, kind: kindSession, ident: ident}
 	e.recs.replaying.Store(rec.ID, struct{}{})
 	defer e.recs.replaying.Delete(rec.ID)
 	params := rec.InitializeParams
 	if len(params) == 0 {
 		params = []byte(`{}`)
+	}
+	// The record came from the bus: its params are bounded like a
+	// client's initialize before any parser sees them.
+	if int64(len(params)) > e.adm.gate.Options().MaxInitializeBytes {
+		return nil, fmt.Errorf("session %q: stored initialize params over %d bytes", rec.ID, e.adm.gate.Options().MaxInitializeBytes)
+	}
+	if err := mcpwire.Check(params, mcpwire.MaxDepth); err != nil {
+		return nil, fmt.Errorf("session %q: stored initialize params: %w", rec.ID, err)
 	}
 	body := `{"jsonrpc":"2.0","id":"fleetgate-replay","method":"initialize","params":` + string(params) + `}`
 	code, hdr := e.replayPost(context.WithValue(ctx, holderKey{}, hd), h, orig, "", "", body)

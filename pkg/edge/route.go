@@ -15,8 +15,8 @@ var ErrUnavailable = errors.New("not available on this edge")
 
 // unavailable is the result of a call to a tool the view does not hold.
 func (e *Edge) unavailable(name string) *mcp.CallToolResult {
-	e.m.unknownCalls.Inc()
-	e.log.Info().Str("tool", name).Msg("call to a tool not in the served view")
+	e.m.unknownCalls.Inc() // counted, not logged: a client looping on it would flood the log
+	e.log.Debug().Str("tool", name).Msg("call to a tool not in the served view")
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 		Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); list the tools again",
 			name, e.opts.Group)}}}
@@ -52,10 +52,12 @@ func (e *Edge) forwardTool(ctx context.Context, name string, args json.RawMessag
 	}
 	r, err := e.pool.callTool(ctx, entry.Backend, url, entry.Original, args)
 	if err != nil {
+		// err is a *BackendError: its text names the backend and the kind
+		// of failure only (never the backend's URL or error body).
 		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
 		noteCallError(ctx, err)
 		return toolReply{res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("tool %q: the call to backend %q failed: %v", name, entry.Backend, err)}}}}
+			Text: fmt.Sprintf("tool %q: %v", name, err)}}}}
 	}
 	return r
 }

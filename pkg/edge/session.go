@@ -27,7 +27,8 @@ type session struct {
 	id      string
 	kind    string
 	srv     *mcp.Server
-	created int64 // unix nanos (a time.Time would take the struct past a size class)
+	created int64  // unix nanos (a time.Time would take the struct past a size class)
+	ident   string // the creator's identity, set before open (session limits)
 
 	protocol atomic.Pointer[string]
 	// since is the stream timestamp (unix nanos) of the oldest event whose
@@ -201,6 +202,7 @@ func (e *Edge) open(s *session) {
 	s.mu.Unlock()
 	if s.kind != kindStateless {
 		e.sessions[s.id] = s
+		e.byIdentity[s.ident]++
 		e.m.sessions.WithLabelValues(s.kind).Inc()
 	}
 	e.mu.Unlock()
@@ -219,6 +221,9 @@ func (e *Edge) forget(s *session) {
 	e.mu.Lock()
 	if e.sessions[s.id] == s {
 		delete(e.sessions, s.id)
+		if e.byIdentity[s.ident]--; e.byIdentity[s.ident] <= 0 {
+			delete(e.byIdentity, s.ident)
+		}
 		e.m.sessions.WithLabelValues(s.kind).Dec()
 	}
 	e.mu.Unlock()
@@ -290,11 +295,43 @@ func (e *Edge) sweepOnce() {
 		}
 	}
 	e.mu.Unlock()
+	now := time.Now()
 	for _, s := range bound {
-		if !s.live() {
+		switch {
+		case !s.live():
 			e.forget(s)
+		case e.idle(s, now):
+			e.endIdle(s)
 		}
 	}
+}
+
+// idle reports whether session s has had no request for longer than
+// Options.SessionIdleTimeout and has no standalone stream open (a client
+// listening on one is not idle).
+func (e *Edge) idle(s *session, now time.Time) bool {
+	if e.opts.SessionIdleTimeout < 0 || s.kind != kindSession {
+		return false
+	}
+	seen := s.rec.seenAt()
+	if seen.IsZero() || now.Sub(seen) <= e.opts.SessionIdleTimeout {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream == nil
+}
+
+// endIdle ends an idle session here and its record everywhere: it is over
+// on every edge, not left for another to rebuild.
+func (e *Edge) endIdle(s *session) {
+	e.log.Debug().Str("session", s.id).Msg("idle session ended")
+	e.m.idleEnded.Inc()
+	s.close()
+	e.forget(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.recs.deleted(ctx, s.id, s)
 }
 
 // listIndex is the index of a list_changed method in session.notified and

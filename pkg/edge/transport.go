@@ -5,11 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 )
 
 // newProtocol is the first protocol version without sessions
@@ -25,6 +26,7 @@ type holderKey struct{}
 
 type holder struct {
 	id, kind, protocol string
+	ident              string // the caller's identity (session limits)
 	s                  *session
 }
 
@@ -40,7 +42,14 @@ func (e *Edge) mcpHandler() http.Handler {
 		Stateless: true, Logger: e.slog})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v >= newProtocol {
+		if r.Header.Get(replayHeader) != "" || !e.admitHTTP(w, r) {
+			// (a client may not send the edge's own replay marker)
+			if r.Header.Get(replayHeader) != "" {
+				http.Error(w, "reserved header "+replayHeader, http.StatusBadRequest)
+			}
+			return
+		}
+		if v := r.Header.Get("Mcp-Protocol-Version"); admission.NewProtocol(v) {
 			e.serveStateless(stateless, w, r, v)
 			return
 		}
@@ -49,7 +58,7 @@ func (e *Edge) mcpHandler() http.Handler {
 	return mux
 }
 
-func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Request) {
+func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Request, ident string) {
 	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
 		// An unknown session id is answered 404 by the go-sdk, and the
 		// client starts over. A later issue rehydrates it here from a
@@ -58,7 +67,7 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 		h.ServeHTTP(w, r)
 		return
 	}
-	hd := &holder{id: rand.Text(), kind: kindSession}
+	hd := &holder{id: rand.Text(), kind: kindSession, ident: ident}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {
 		e.track(hd.s)
@@ -67,19 +76,16 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 
 func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Request, version string) {
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "tools/call" {
-		// Read as far as maxBody+1 and given back whole otherwise: the
-		// go-sdk answers a larger body (413) itself.
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-		if err == nil && len(body) <= maxBody {
-			lw, answered := e.postStateless(w, r, body)
-			if lw != nil {
-				e.runLane(w, r, lw)
-			}
-			if answered {
-				return
-			}
+		// The gate read the body whole.
+		body := r.Body.(*wholeBody).data
+		lw, answered := e.postStateless(w, r, body)
+		if lw != nil {
+			e.runLane(w, r, lw)
 		}
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		if answered {
+			return
+		}
+		r.Body = newWholeBody(body)
 		h.ServeHTTP(w, r)
 		return
 	}
@@ -87,13 +93,13 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 		h.ServeHTTP(w, r)
 		return
 	}
-	if body, err := io.ReadAll(r.Body); err == nil { // isListen left it in memory
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if !e.goSDKListen.Load() && e.takeOverListen(w, r, body) {
-			return
-		}
+	body := r.Body.(*wholeBody).data
+	r.Body = newWholeBody(body)
+	if !e.goSDKListen.Load() && e.takeOverListen(w, r, body) {
+		return
 	}
-	hd := &holder{id: "listen-" + rand.Text(), kind: kindListen, protocol: version}
+	ident, _ := e.identity(r)
+	hd := &holder{id: "listen-" + rand.Text(), kind: kindListen, protocol: version, ident: ident}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {
 		e.forget(hd.s)
@@ -128,14 +134,11 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 // isListen reports whether the POST body is a subscriptions/listen
 // request, leaving the body readable again.
 func isListen(r *http.Request) bool {
-	// Read as far as maxBody+1 and given back whole: the go-sdk answers a
-	// larger body (413) itself.
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if len(body) > maxBody || err != nil {
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	wb, ok := r.Body.(*wholeBody) // the gate read it whole
+	if !ok {
 		return false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	body := wb.data
 	if !bytes.Contains(body, []byte("subscriptions/listen")) {
 		return false
 	}
@@ -180,6 +183,7 @@ func (e *Edge) held(r *http.Request) *mcp.Server {
 	}
 	if hd.s == nil {
 		hd.s = e.newSession(hd.id, hd.kind, hd.protocol)
+		hd.s.ident = hd.ident
 		e.open(hd.s)
 	}
 	return hd.s.srv

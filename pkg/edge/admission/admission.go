@@ -1,0 +1,245 @@
+// Package admission is the edge's one admission gate: the single decision
+// of whether a request to /mcp may be served, made before any parser
+// beyond the gate's own reads it. Every request path of the edge (the
+// net/http handler, call lanes, listen streams, rehydration) asks the same
+// Gate, so no path can skip a check.
+//
+// The gate is pure: it sees the request's facts (headers, body, the
+// identity an auth layer established, session counts) and returns a
+// Decision; the caller does the I/O (reading the body within its limit,
+// writing the refusal). Checks, in order:
+//
+//  1. identity: with an identity header configured, a request without it
+//     is refused 401 (a token's user id, when an auth layer set one, wins);
+//  2. protocol version: an Mcp-Protocol-Version that is not a date
+//     (YYYY-MM-DD) is refused 400;
+//  3. body: over its size limit 413 (MaxInitializeBytes for a request that
+//     creates a session, MaxBodyBytes otherwise), nested deeper than
+//     MaxDepth or not balanced 400 with a JSON-RPC parse error;
+//  4. sessions: a request that would create a session on an edge holding
+//     MaxSessions gets 503, one whose identity holds
+//     MaxSessionsPerIdentity gets 429, both with Retry-After.
+package admission
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
+)
+
+// Defaults of Options (documented in the README).
+const (
+	DefaultMaxBodyBytes           = 4 << 20  // the go-sdk's own request limit
+	DefaultMaxInitializeBytes     = 64 << 10 // a request that creates a session
+	DefaultMaxSessions            = 10000
+	DefaultMaxSessionsPerIdentity = 100
+)
+
+// Options configure a Gate. Zero fields take the defaults above; a
+// negative session limit means none.
+type Options struct {
+	// IdentityHeader names the header a trusted proxy sets to the caller's
+	// identity; "" means none is required.
+	IdentityHeader         string
+	MaxBodyBytes           int64
+	MaxInitializeBytes     int64
+	MaxSessions            int
+	MaxSessionsPerIdentity int
+	// MaxDepth bounds the nesting of a body; 0 means mcpwire.MaxDepth.
+	MaxDepth int
+}
+
+// Gate decides admissions. Its zero value is not ready: use New.
+type Gate struct{ o Options }
+
+// New returns a gate with o's limits (nil means defaults).
+func New(o *Options) *Gate {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	def64 := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def64(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	def64(&c.MaxInitializeBytes, DefaultMaxInitializeBytes)
+	def(&c.MaxSessions, DefaultMaxSessions)
+	def(&c.MaxSessionsPerIdentity, DefaultMaxSessionsPerIdentity)
+	def(&c.MaxDepth, mcpwire.MaxDepth)
+	c.IdentityHeader = strings.TrimSpace(c.IdentityHeader)
+	return &Gate{o: c}
+}
+
+// Options returns the gate's effective options.
+func (g *Gate) Options() Options { return g.o }
+
+// Request is what the gate knows of a request.
+type Request struct {
+	Method string
+	Header http.Header
+	// TokenUserID is the user id an auth layer in front established; ""
+	// when none did.
+	TokenUserID string
+	// Body is the request's body as read within BodyLimit (a POST's);
+	// Truncated reports that more followed.
+	Body      []byte
+	Truncated bool
+	// Sessions and IdentitySessions are the sessions the edge holds, and
+	// of those the identity's; read only for a request that creates one.
+	Sessions, IdentitySessions int
+	// Rebuild marks a request that rebuilds a stored session here: it
+	// creates a session, whatever its body.
+	Rebuild bool
+}
+
+// Refusal reasons, the label of the edge's refusal metric.
+const (
+	ReasonMissingIdentity     = "missing_identity"
+	ReasonBadProtocolVersion  = "bad_protocol_version"
+	ReasonBodyTooLarge        = "body_too_large"
+	ReasonBodyTooDeep         = "body_too_deep"
+	ReasonMalformedBody       = "malformed_body"
+	ReasonSessionLimit        = "session_limit"
+	ReasonIdentitySessionCap  = "identity_session_limit"
+	retryAfterEdgeFull        = 5 * time.Second
+	retryAfterIdentityAtLimit = 30 * time.Second
+)
+
+// Sentinels of refusals, matched with errors.Is on Refusal.Err.
+var (
+	ErrUnauthenticated = errors.New("admission: no identity")
+	ErrBadRequest      = errors.New("admission: malformed request")
+	ErrTooLarge        = errors.New("admission: request too large")
+	ErrLimited         = errors.New("admission: session limit reached")
+)
+
+// Refusal is a request the gate will not let through, and how to answer.
+type Refusal struct {
+	Status     int
+	Reason     string // metric label
+	Err        error  // wraps one of the sentinels; its text is safe to send
+	RetryAfter time.Duration
+	// RPC marks refusals answered as a JSON-RPC error (a body no parser
+	// may read) rather than plain text.
+	RPC bool
+}
+
+// Decision is the gate's answer: Identity is the caller's identity ("" for
+// an anonymous caller); a nil Refusal lets the request through.
+type Decision struct {
+	Identity string
+	Refusal  *Refusal
+}
+
+// BodyLimit is how many bytes of a POST's body the gate needs to see.
+func (g *Gate) BodyLimit(h http.Header) int64 {
+	if createsByHeader(h) {
+		return g.o.MaxInitializeBytes
+	}
+	return g.o.MaxBodyBytes
+}
+
+// createsByHeader: a session-based POST without a session id is an
+// initialize; a 2026-07-28 subscriptions/listen opens a listen session.
+func createsByHeader(h http.Header) bool {
+	if v := h.Get("Mcp-Protocol-Version"); v == "" || !NewProtocol(v) {
+		return h.Get("Mcp-Session-Id") == ""
+	}
+	return h.Get("Mcp-Method") == "subscriptions/listen"
+}
+
+// CreatesSession reports whether r would create a session on this edge.
+func (g *Gate) CreatesSession(r *Request) bool {
+	if r.Rebuild {
+		return true
+	}
+	if r.Method != http.MethodPost {
+		return false
+	}
+	if createsByHeader(r.Header) {
+		return true
+	}
+	// A listen stream is recognised by its body too (Edge.serveStateless).
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v != "" && NewProtocol(v) && bytes.Contains(r.Body, []byte("subscriptions/listen"))
+}
+
+// Identity is the caller's identity: the token's user id when an auth
+// layer set one, else the identity header's value. ok is false when an
+// identity header is configured and the request lacks it.
+func (g *Gate) Identity(h http.Header, tokenUserID string) (id string, ok bool) {
+	if tokenUserID != "" {
+		return tokenUserID, true
+	}
+	if g.o.IdentityHeader == "" {
+		return "", true
+	}
+	id = strings.TrimSpace(h.Get(g.o.IdentityHeader))
+	return id, id != ""
+}
+
+// Admit decides r.
+func (g *Gate) Admit(r *Request) Decision {
+	id, ok := g.Identity(r.Header, r.TokenUserID)
+	d := Decision{Identity: id}
+	refuse := func(status int, reason string, err error) Decision {
+		d.Refusal = &Refusal{Status: status, Reason: reason, Err: err}
+		return d
+	}
+	if !ok {
+		return refuse(http.StatusUnauthorized, ReasonMissingIdentity,
+			fmt.Errorf("%w: missing identity header %s", ErrUnauthenticated, g.o.IdentityHeader))
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !ValidVersion(v) {
+		return refuse(http.StatusBadRequest, ReasonBadProtocolVersion,
+			fmt.Errorf("%w: Mcp-Protocol-Version is not a date (YYYY-MM-DD)", ErrBadRequest))
+	}
+	creates := g.CreatesSession(r)
+	if r.Method == http.MethodPost {
+		limit := g.o.MaxBodyBytes
+		if creates {
+			limit = g.o.MaxInitializeBytes
+		}
+		if r.Truncated || int64(len(r.Body)) > limit {
+			return refuse(http.StatusRequestEntityTooLarge, ReasonBodyTooLarge,
+				fmt.Errorf("%w: body over %d bytes", ErrTooLarge, limit))
+		}
+		if err := mcpwire.Check(r.Body, g.o.MaxDepth); err != nil {
+			reason := ReasonMalformedBody
+			if errors.Is(err, mcpwire.ErrTooDeep) {
+				reason = ReasonBodyTooDeep
+			}
+			d = refuse(http.StatusBadRequest, reason, fmt.Errorf("%w: %w", ErrBadRequest, err))
+			d.Refusal.RPC = true
+			return d
+		}
+	}
+	if !creates {
+		return d
+	}
+	if g.o.MaxSessions > 0 && r.Sessions >= g.o.MaxSessions {
+		d = refuse(http.StatusServiceUnavailable, ReasonSessionLimit,
+			fmt.Errorf("%w: this edge holds %d sessions", ErrLimited, g.o.MaxSessions))
+		d.Refusal.RetryAfter = retryAfterEdgeFull
+		return d
+	}
+	if id != "" && g.o.MaxSessionsPerIdentity > 0 && r.IdentitySessions >= g.o.MaxSessionsPerIdentity {
+		d = refuse(http.StatusTooManyRequests, ReasonIdentitySessionCap,
+			fmt.Errorf("%w: %d sessions of this identity", ErrLimited, g.o.MaxSessionsPerIdentity))
+		d.Refusal.RetryAfter = retryAfterIdentityAtLimit
+		return d
+	}
+	return d
+}

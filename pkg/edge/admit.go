@@ -1,0 +1,188 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
+)
+
+// The edge's side of the admission gate (package admission): it gathers a
+// request's facts, reads a POST's body within the gate's limit and under
+// the body deadline, asks the gate, and writes a refusal. Every request to
+// /mcp passes here first: the net/http handler (admitHTTP) and call lanes
+// (admitLane) alike.
+
+// admitter is the gate with what the edge adds to it: counts, rate-limited
+// logs and the refusal metric.
+type admitter struct {
+	gate     *admission.Gate
+	refused  *prometheus.CounterVec
+	logMu    sync.Mutex
+	logLimit *admission.LogLimiter
+}
+
+func newAdmitter(o *admission.Options, reg prometheus.Registerer) *admitter {
+	a := &admitter{gate: admission.New(o), logLimit: admission.NewLogLimiter(time.Minute, 4096),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_admission_refusals_total",
+			Help: "Requests the admission gate refused, by reason."}, []string{"reason"})}
+	reg.MustRegister(a.refused)
+	return a
+}
+
+// tokenUserID is the user id an auth middleware in front of the edge set.
+func tokenUserID(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+// sessionCounts returns the sessions this edge holds and, of those, the
+// ones of identity ident.
+func (e *Edge) sessionCounts(ident string) (all, mine int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sessions), e.byIdentity[ident]
+}
+
+// gateRequest is the gate's view of r with its body (already read).
+func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
+	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated}
+	if e.adm.gate.CreatesSession(req) {
+		id, _ := e.adm.gate.Identity(r.Header, req.TokenUserID)
+		req.Sessions, req.IdentitySessions = e.sessionCounts(id)
+	}
+	return req
+}
+
+// admitHTTP runs the gate for a request of the net/http server. A POST's
+// body is read whole (within the gate's limit, under the body deadline)
+// and left in r.Body as a wholeBody, so that no one reads it twice. It
+// reports false after writing the refusal.
+func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) bool {
+	var body []byte
+	var rest io.Reader // the unread part of a body over the limit
+	truncated := false
+	if r.Method == http.MethodPost {
+		if wb, ok := r.Body.(*wholeBody); ok {
+			body = wb.data
+		} else {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
+			var err error
+			body, err = mcpwire.ReadBody(r.Body, e.adm.gate.BodyLimit(r.Header))
+			_ = rc.SetReadDeadline(time.Time{})
+			if err != nil && !errors.Is(err, mcpwire.ErrTooLarge) {
+				e.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
+					Err: errBodyUnread})
+				return false
+			}
+			if truncated = err != nil; truncated {
+				rest = r.Body
+			}
+			r.Body = newWholeBody(body)
+		}
+	}
+	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
+	if d.Refusal != nil {
+		if rest != nil {
+			e.drain(w, rest)
+		}
+		e.refuse(w, r, d.Refusal)
+		return false
+	}
+	return true
+}
+
+// drain reads and drops what is left of a body refused as too large, up
+// to the request limit and under the body deadline: a client still
+// writing it then reads the 413 instead of a reset connection. What is
+// left after that is cut with the connection.
+func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
+	_, _ = io.CopyN(io.Discard, rest, e.adm.gate.Options().MaxBodyBytes)
+	_ = rc.SetReadDeadline(time.Time{})
+}
+
+// admitLane runs the gate for a request read on a call lane (its body
+// read whole already). A refused request goes back to the server, whose
+// handler asks the gate again and writes the refusal.
+func (e *Edge) admitLane(r *http.Request) bool {
+	wb, _ := r.Body.(*wholeBody)
+	if wb == nil {
+		return false
+	}
+	return e.adm.gate.Admit(e.gateRequest(r, wb.data, false)).Refusal == nil
+}
+
+// admitRebuild asks the gate whether a stored session may be rebuilt here
+// for identity ident (the session limits); nil when it may.
+func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
+	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true}
+	if wb, ok := r.Body.(*wholeBody); ok {
+		req.Body = wb.data
+	}
+	id, _ := e.adm.gate.Identity(r.Header, req.TokenUserID)
+	req.Sessions, req.IdentitySessions = e.sessionCounts(id)
+	return e.adm.gate.Admit(req).Refusal
+}
+
+// refuse writes f, counts it and logs it at most once a minute per client
+// address.
+func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
+	e.adm.refused.WithLabelValues(f.Reason).Inc()
+	if f.Reason == admission.ReasonMissingIdentity {
+		e.rm.refusals.WithLabelValues("missing_identity").Inc()
+	}
+	host := r.RemoteAddr
+	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
+		host = host[:i]
+	}
+	e.adm.logMu.Lock()
+	logIt := e.adm.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
+	e.adm.logMu.Unlock()
+	if logIt {
+		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
+			Msg("request refused (logged once a minute per client and reason)")
+	}
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+	}
+	if f.Status == http.StatusRequestEntityTooLarge || f.Reason == "body_unread" {
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+	}
+	if !f.RPC {
+		http.Error(w, f.Err.Error(), f.Status)
+		return
+	}
+	msg, _ := json.Marshal(f.Err.Error())
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.Status)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":` + string(msg) + `}}`))
+}
+
+// errBodyUnread: a POST whose body could not be read (cut short, or
+// slower than the body deadline).
+var errBodyUnread = errors.New("request body not read (cut short or too slow)")
+
+// wholeBody is a request body read whole (by the gate, or by a call lane).
+type wholeBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func newWholeBody(b []byte) *wholeBody { return &wholeBody{Reader: bytes.NewReader(b), data: b} }
+
+func (*wholeBody) Close() error { return nil }
