@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
@@ -150,6 +151,7 @@ func run(ctx context.Context, c *config) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	trail, err := c.sessions.openTrail(ctx, js, reg, &log)
 	if err != nil {
 		return err
