@@ -58,7 +58,7 @@ func TestHostile(t *testing.T) {
 			{"version not a date", map[string]string{"Mcp-Protocol-Version": "9", "Mcp-Method": "tools/call"}},
 		}
 		bodies := map[string][]byte{
-			"4 MiB of [":              bytes.Repeat([]byte("["), 4<<20),
+			"4 MiB of [":             bytes.Repeat([]byte("["), 4<<20),
 			"200,000 deep, balanced": append(bytes.Repeat([]byte("["), 200000), bytes.Repeat([]byte("]"), 200000)...),
 		}
 		call := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha_echo","arguments":{"text":"lane"}}}`)
