@@ -4,7 +4,7 @@ BIN       := bin
 PROTOC    ?= protoc
 BENCHTIME ?= 1x
 
-.PHONY: all build test test-short run bench lint proto clean
+.PHONY: all build test test-short fuzz run bench lint proto clean
 
 all: build
 
@@ -17,6 +17,18 @@ test:
 
 test-short:
 	$(GO) test -short -count=1 ./...
+
+## fuzz: every fuzz target of every package (a parser of outside bytes
+## each), FUZZTIME apiece; a failure stops at once, its input saved under
+## the package's testdata/fuzz/.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; for file in $$(grep -rlE --include='*_test.go' '^func Fuzz' cmd pkg test | sort); do \
+	  for f in $$(grep -oE '^func Fuzz[A-Za-z0-9_]*' $$file | cut -d' ' -f2); do \
+	    echo "fuzz ./$$(dirname $$file) $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file); \
+	  done; \
+	done
 
 ## run: a working fleet on this machine (controller with embedded NATS, an edge, demo backends).
 run: build
