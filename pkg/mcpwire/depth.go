@@ -1,6 +1,7 @@
 package mcpwire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -46,22 +47,11 @@ func Depth(data []byte, limit int) (int, error) {
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '"':
-			// Skip the string: to its closing quote, past escapes.
-			j := i + 1
-			for ; j < len(data); j++ {
-				c := data[j]
-				if c == '\\' {
-					j++
-					continue
-				}
-				if c == '"' {
-					break
-				}
-			}
-			if j >= len(data) {
+			end := stringEnd(data, i+1)
+			if end < 0 {
 				return deepest, ErrUnbalanced
 			}
-			i = j
+			i = end
 		case '[', '{':
 			depth++
 			if depth > deepest {
@@ -81,6 +71,29 @@ func Depth(data []byte, limit int) (int, error) {
 		return deepest, ErrUnbalanced
 	}
 	return deepest, nil
+}
+
+// stringEnd returns the index of the quote that closes the string whose
+// contents begin at from, or -1: each quote is found with bytes.IndexByte
+// and is the end unless an odd run of backslashes precedes it. Every byte
+// is looked at a bounded number of times (a backslash run is counted back
+// only to the previous quote).
+func stringEnd(data []byte, from int) int {
+	for j := from; ; {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p >= from && data[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		j = q + 1
+	}
 }
 
 // Check is Depth with only its verdict: nil when data is nested at most

@@ -73,19 +73,55 @@ func (g *guard) feed(b []byte) error {
 		if g.l.MaxMessage > 0 && g.size > g.l.MaxMessage {
 			return fmt.Errorf("%w: over %d bytes", ErrTooLarge, g.l.MaxMessage)
 		}
-		for _, c := range b {
-			if err := g.scan(c); err != nil {
+		for i := 0; i < len(b); i++ {
+			if g.inString && !g.escape {
+				i += plainRun(b[i:], &inJSONString)
+				if i == len(b) {
+					break
+				}
+			}
+			if err := g.scan(b[i]); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for _, c := range b {
-		if err := g.sseByte(c); err != nil {
+	for i := 0; i < len(b); i++ {
+		if g.inString && !g.escape && g.isData {
+			n := plainRun(b[i:], &inSSEString)
+			if g.size += int64(n); g.l.MaxMessage > 0 && g.size > g.l.MaxMessage {
+				return fmt.Errorf("%w: event over %d bytes", ErrTooLarge, g.l.MaxMessage)
+			}
+			if i += n; i == len(b) {
+				break
+			}
+		}
+		if err := g.sseByte(b[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Bytes that end a plain run inside a JSON string: its quote and escape,
+// and in an event stream also the line ends.
+var inJSONString, inSSEString [256]bool
+
+func init() {
+	for _, c := range []byte{'"', '\\'} {
+		inJSONString[c], inSSEString[c] = true, true
+	}
+	inSSEString['\n'], inSSEString['\r'] = true, true
+}
+
+// plainRun is how many bytes at the start of b are string content the
+// state need not look at one by one.
+func plainRun(b []byte, special *[256]bool) int {
+	n := 0
+	for n < len(b) && !special[b[n]] {
+		n++
+	}
+	return n
 }
 
 // sseByte advances the event-stream state by one byte.
