@@ -1,0 +1,117 @@
+package edge
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+)
+
+// initializeAs posts an initialize with an identity header (none for "")
+// and returns the status, Retry-After and session id.
+func initializeAs(t *testing.T, url, user string) (int, string, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"limits","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if user != "" {
+		req.Header.Set(userHeader, user)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Mcp-Session-Id")
+}
+
+// Sessions are capped per identity (429) and per edge (503), both with
+// Retry-After; the sessions already there are untouched, and a session
+// ending makes room again.
+func TestSessionLimits(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, &Options{IdentityHeader: userHeader,
+		Limits: admission.Options{MaxSessions: 3, MaxSessionsPerIdentity: 2}})
+	var alice []string
+	for range 2 {
+		code, _, sid := initializeAs(t, e.MCPURL(), "alice")
+		if code != http.StatusOK {
+			t.Fatalf("alice's initialize: %d", code)
+		}
+		alice = append(alice, sid)
+	}
+	if code, retry, _ := initializeAs(t, e.MCPURL(), "alice"); code != http.StatusTooManyRequests || retry == "" {
+		t.Fatalf("alice's third session: %d, Retry-After %q; want 429 with Retry-After", code, retry)
+	}
+	if code, _, _ := initializeAs(t, e.MCPURL(), "bob"); code != http.StatusOK {
+		t.Fatalf("bob's session: %d", code)
+	}
+	if code, retry, _ := initializeAs(t, e.MCPURL(), "carol"); code != http.StatusServiceUnavailable || retry == "" {
+		t.Fatalf("a session over the edge's cap: %d, Retry-After %q; want 503 with Retry-After", code, retry)
+	}
+	for _, sid := range alice {
+		if e.lookup(sid) == nil {
+			t.Fatalf("alice's session %s was dropped by the refusals", sid)
+		}
+	}
+	e.forget(e.lookup(alice[0]))
+	if code, _, _ := initializeAs(t, e.MCPURL(), "carol"); code != http.StatusOK {
+		t.Fatalf("carol after a session ended: %d", code)
+	}
+	if n := testutil.ToFloat64(e.adm.refused.WithLabelValues(admission.ReasonSessionLimit)); n != 1 {
+		t.Fatalf("%v session_limit refusals counted, want 1", n)
+	}
+}
+
+// A session without a request for longer than SessionIdleTimeout is ended
+// by the sweep; one with its standalone stream open is not idle.
+func TestIdleSessionEnds(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, &Options{SessionIdleTimeout: time.Minute})
+	sid := rawInitialize(t, e.MCPURL(), "")
+	fastReady(t, e, sid)
+	s := e.lookup(sid)
+	e.sweepOnce()
+	if e.lookup(sid) == nil {
+		t.Fatal("a session seen just now was ended")
+	}
+	s.rec.mu.Lock()
+	s.rec.seen = time.Now().Add(-2 * time.Minute)
+	s.rec.mu.Unlock()
+	s.mu.Lock()
+	s.stream = &sessionStream{}
+	s.mu.Unlock()
+	e.sweepOnce()
+	if e.lookup(sid) == nil {
+		t.Fatal("a session with a stream open was ended as idle")
+	}
+	s.mu.Lock()
+	s.stream = nil
+	s.mu.Unlock()
+	e.sweepOnce()
+	if e.lookup(sid) != nil {
+		t.Fatal("an idle session was not ended")
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.MCPURL(), strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a request of the ended session: %d, want 404", resp.StatusCode)
+	}
+	if n := testutil.ToFloat64(e.m.idleEnded); n != 1 {
+		t.Fatalf("%v idle sessions counted, want 1", n)
+	}
+}
