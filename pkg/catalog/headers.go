@@ -3,11 +3,14 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // The go-sdk's Server.AddTool panics when a tool's input schema carries bad
@@ -34,8 +37,9 @@ type ParamBinding struct {
 }
 
 // maxSchemaDepth is the nesting the go-sdk's decoder takes (deeper JSON
-// fails to decode, and the go-sdk then finds no bindings).
-const maxSchemaDepth = 1000
+// fails to decode, and the go-sdk then finds no bindings): fleetgate's one
+// depth limit.
+const maxSchemaDepth = mcpwire.MaxDepth
 
 // paramHeaders applies the go-sdk's x-mcp-header rules to an input schema
 // and returns its bindings, in the order of their paths. Like the go-sdk,
@@ -103,31 +107,10 @@ func headersIn(props map[string]headerProperty, path []string, seen map[string]b
 }
 
 // deeperThan reports whether JSON data nests objects and arrays deeper
-// than limit (as the go-sdk's decoder counts).
+// than limit (as the go-sdk's decoder counts), by the one depth check of
+// fleetgate (mcpwire).
 func deeperThan(data []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case b == '}' || b == ']':
-			depth = max(depth-1, 0)
-		}
-	}
-	return false
+	return errors.Is(mcpwire.Check(data, limit), mcpwire.ErrTooDeep)
 }
 
 // headerTokenChar reports whether c is an HTTP token character (RFC 9110

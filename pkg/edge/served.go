@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
@@ -136,6 +137,10 @@ func buildServed(gen uint64, g *events.Group, sep string, prev *served) *served 
 // serves them verbatim). Members mcp.Tool does not know are dropped by the
 // go-sdk; see the package doc.
 func sdkTool(def json.RawMessage) (*mcp.Tool, error) {
+	// The definition came from the bus: bounded before it is decoded.
+	if err := mcpwire.Check(def, mcpwire.MaxDepth); err != nil {
+		return nil, fmt.Errorf("decode tool: %w", err)
+	}
 	var raw struct {
 		InputSchema  json.RawMessage `json:"inputSchema"`
 		OutputSchema json.RawMessage `json:"outputSchema"`
