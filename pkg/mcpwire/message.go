@@ -114,11 +114,11 @@ func (e *Error) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.C
 func Messages(data []byte) iter.Seq2[*Message, error] {
 	return func(yield func(*Message, error) bool) {
 		if err := Check(data, MaxDepth); err != nil {
-			yield(nil, fmt.Errorf("mcpwire: decode JSON-RPC: %w", err))
+			yield(nil, fmt.Errorf("decode JSON-RPC: %w", err))
 			return
 		}
 		if !json.Valid(data) {
-			yield(nil, fmt.Errorf("mcpwire: decode JSON-RPC: %w: invalid JSON", ErrInvalidMessage))
+			yield(nil, fmt.Errorf("decode JSON-RPC: %w: invalid JSON", ErrInvalidMessage))
 			return
 		}
 		data = trimSpace(data)
@@ -143,7 +143,7 @@ func decodeMessage(b []byte, yield func(*Message, error) bool) bool {
 		if !errors.Is(err, ErrInvalidMessage) {
 			err = fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 		}
-		yield(nil, fmt.Errorf("mcpwire: decode JSON-RPC message: %w", err))
+		yield(nil, fmt.Errorf("decode JSON-RPC: %w", err))
 		return false
 	}
 	return yield(m, nil)
@@ -201,7 +201,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // decode.
 func FindResponse(data []byte, id ID) (*Message, error) {
 	if id.IsZero() {
-		return nil, fmt.Errorf("mcpwire: find response to no id: %w", ErrNoResponse)
+		return nil, fmt.Errorf("find response to no id: %w", ErrNoResponse)
 	}
 	for m, err := range Messages(data) {
 		if err != nil {
@@ -211,7 +211,7 @@ func FindResponse(data []byte, id ID) (*Message, error) {
 			continue
 		}
 		if m.Result == nil && m.Error == nil {
-			return nil, fmt.Errorf("mcpwire: response to %s: %w: neither result nor error", id, ErrInvalidMessage)
+			return nil, fmt.Errorf("find response to %s: %w: neither result nor error", id, ErrInvalidMessage)
 		}
 		return m, nil
 	}
