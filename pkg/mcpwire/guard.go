@@ -1,6 +1,7 @@
 package mcpwire
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -73,19 +74,54 @@ func (g *guard) feed(b []byte) error {
 		if g.l.MaxMessage > 0 && g.size > g.l.MaxMessage {
 			return fmt.Errorf("%w: over %d bytes", ErrTooLarge, g.l.MaxMessage)
 		}
-		for _, c := range b {
-			if err := g.scan(c); err != nil {
+		for i := 0; i < len(b); i++ {
+			if g.inString && !g.escape { // skip to the string's next quote or escape
+				if i += stringRun(b[i:], false); i == len(b) {
+					break
+				}
+			}
+			if err := g.scan(b[i]); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for _, c := range b {
-		if err := g.sseByte(c); err != nil {
+	for i := 0; i < len(b); i++ {
+		if g.inString && !g.escape && g.inValue && g.isData {
+			// Skip to the next quote, escape or line end of a string in a
+			// data field (the bulk of a large event).
+			j := stringRun(b[i:], true)
+			g.size += int64(j)
+			if g.l.MaxMessage > 0 && g.size > g.l.MaxMessage {
+				return fmt.Errorf("%w: event over %d bytes", ErrTooLarge, g.l.MaxMessage)
+			}
+			if i += j; i == len(b) {
+				break
+			}
+		}
+		if err := g.sseByte(b[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stringRun is the length of the run of b inside a JSON string: up to
+// its first quote or backslash (or, in an event stream, line end).
+func stringRun(b []byte, lines bool) int {
+	n := len(b)
+	cut := func(c byte) {
+		if j := bytes.IndexByte(b[:n], c); j >= 0 {
+			n = j
+		}
+	}
+	cut('"')
+	cut('\\')
+	if lines {
+		cut('\n')
+		cut('\r')
+	}
+	return n
 }
 
 // sseByte advances the event-stream state by one byte.
