@@ -28,7 +28,7 @@ type Event struct {
 // Sizes of an EventReader's buffers.
 const (
 	eventReadSize = 8 << 10   // the read buffer
-	eventKeepSize = 256 << 10 // Reset keeps data buffers up to this capacity
+	eventKeepSize = 256 << 10 // Reset keeps buffers up to this capacity
 	maxEmptyReads = 100       // reads of nothing in a row before io.ErrNoProgress
 	maxFieldName  = len("event")
 )
@@ -89,15 +89,20 @@ func NewEventReader(r io.Reader, maxEvent int) *EventReader {
 // Reset makes er read a new stream r, keeping its buffers unless they
 // grew large, so that a pool of EventReaders reads without allocating.
 func (er *EventReader) Reset(r io.Reader, maxEvent int) {
-	buf, data := er.buf, er.data
+	buf := er.buf
 	if buf == nil {
 		buf = make([]byte, eventReadSize)
 	}
-	if cap(data) > eventKeepSize {
-		data = nil
+	*er = EventReader{r: r, maxEvent: maxEvent, buf: buf,
+		data: keep(er.data), name: keep(er.name), id: keep(er.id), nextID: keep(er.nextID)}
+}
+
+// keep is b emptied, or nil when it grew large.
+func keep(b []byte) []byte {
+	if cap(b) > eventKeepSize {
+		return nil
 	}
-	*er = EventReader{r: r, maxEvent: maxEvent, buf: buf, data: data[:0],
-		name: er.name[:0], id: er.id[:0], nextID: er.nextID[:0]}
+	return b[:0]
 }
 
 // Next returns the next event. At the end of the stream it returns

@@ -181,7 +181,16 @@ func TestEventReaderReset(t *testing.T) {
 	if ev, err := er.Next(); err != nil || string(ev.Data) != "a" {
 		t.Fatalf("first stream: %q, %v", ev.Data, err)
 	}
+	// Buffers that grew large are not kept.
+	long := strings.Repeat("x", eventKeepSize+1)
+	er.Reset(strings.NewReader("id: "+long+"\nevent: "+long+"\ndata: "+long+"\n\n"), 0)
+	if ev, err := er.Next(); err != nil || len(ev.Data) != len(long) {
+		t.Fatalf("long event: %v", err)
+	}
 	er.Reset(strings.NewReader("data: b\n\n"), 0)
+	if cap(er.data) != 0 || cap(er.id)+cap(er.nextID) > eventKeepSize || cap(er.name) != 0 {
+		t.Fatalf("Reset kept buffers of %d, %d, %d and %d bytes", cap(er.data), cap(er.id), cap(er.nextID), cap(er.name))
+	}
 	if ev, err := er.Next(); err != nil || string(ev.Data) != "b" || len(ev.ID) != 0 || len(ev.Name) != 0 {
 		t.Fatalf("second stream: %+v, %v", ev, err)
 	}
