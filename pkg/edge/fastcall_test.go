@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // rawPost posts body on session sid and returns the status, the media
@@ -222,6 +225,15 @@ func TestRawCall(t *testing.T) {
 		case r.Header.Get("Mcp-Session-Id") == "garbage":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"jsonrpc": "2.0", "id": garbage`)
+		case r.Header.Get("Mcp-Session-Id") == "deep": // 4 MiB of '[': fastjson alone overflows the stack
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(bytes.Repeat([]byte("["), 4<<20))
+		case r.Header.Get("Mcp-Session-Id") == "deep-sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(append(append([]byte("data: "), bytes.Repeat([]byte("["), 4<<20)...), "\n\n"...))
+		case r.Header.Get("Mcp-Session-Id") == "cr": // CR line ends, a priming event
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: 1\rdata:\r\revent: message\rdata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\r\r", req.ID)
 		case req.Method == "tools/call":
 			w.Header().Set("Content-Type", "text/event-stream")
 			bw := bufio.NewWriter(w)
@@ -252,6 +264,14 @@ func TestRawCall(t *testing.T) {
 	}
 	if _, _, err := p.rawCall(ctx, srv.URL, "garbage", "tools/call", &mcp.CallToolParams{Name: "t"}); err == nil || !strings.Contains(err.Error(), "decode response") {
 		t.Fatalf("garbage: %v", err)
+	}
+	for _, sid := range []string{"deep", "deep-sse"} {
+		if _, _, err := p.rawCall(ctx, srv.URL, sid, "tools/call", &mcp.CallToolParams{Name: "t"}); !errors.Is(err, mcpwire.ErrTooDeep) {
+			t.Fatalf("%s: %v", sid, err)
+		}
+	}
+	if raw, _, err := p.rawCall(ctx, srv.URL, "cr", "tools/call", &mcp.CallToolParams{Name: "t"}); err != nil || string(raw) != `{"content":[]}` {
+		t.Fatalf("CR line ends: %s, %v", raw, err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -268,42 +267,29 @@ func mediaType(v string) string {
 
 // readEvents reads server-sent events until the one carrying the response.
 func (p *pool) readEvents(ctx context.Context, r io.Reader, url, sid, id string) (*wireMessage, error) {
-	buf := scanBufs.Get().(*[]byte)
-	defer scanBufs.Put(buf)
-	sc := bufio.NewScanner(r)
-	sc.Buffer((*buf)[:0], int(p.maxResponse)+1) // lines are copied out before the buffer is reused
-	var data bytes.Buffer
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case len(line) == 0:
-			if data.Len() == 0 {
-				continue
-			}
-			msg, err := p.findResponse(ctx, data.Bytes(), url, sid, id)
-			if msg != nil || err != nil && !errors.Is(err, errNoResponse) {
-				return msg, err
-			}
-			data.Reset()
-		case bytes.HasPrefix(line, []byte("data:")):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+	er := eventReaders.Get().(*mcpwire.EventReader)
+	er.Reset(r, int(p.maxResponse))
+	defer func() { er.Reset(nil, 0); eventReaders.Put(er) }() // the messages are copied out
+	for {
+		ev, err := er.Next()
+		if err == io.EOF {
+			return nil, errNoResponse
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read event stream: %w", err)
+		}
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue // a priming event
+		}
+		msg, err := p.findResponse(ctx, ev.Data, url, sid, id)
+		if msg != nil || err != nil && !errors.Is(err, errNoResponse) {
+			return msg, err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read event stream: %w", err)
-	}
-	if data.Len() > 0 {
-		return p.findResponse(ctx, data.Bytes(), url, sid, id)
-	}
-	return nil, errNoResponse
 }
 
-// scanBufs are the initial line buffers of readEvents (a larger line gets
-// a buffer of its own).
-var scanBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+// eventReaders are readEvents' event readers, kept with their buffers.
+var eventReaders = sync.Pool{New: func() any { return mcpwire.NewEventReader(nil, 0) }}
 
 // errNoResponse: a body or event without the response sought.
 var errNoResponse = errors.New("response: no JSON-RPC response to the request")

@@ -117,3 +117,33 @@ func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// LimitReader reads r up to limit bytes. Unlike io.LimitReader, which
+// ends the stream there quietly (a cut that a parser takes for the end),
+// a read past the limit fails with an error wrapping ErrTooLarge, once
+// the bytes up to the limit are delivered.
+func LimitReader(r io.Reader, limit int64) io.Reader {
+	return &limitReader{r: r, n: limit, limit: limit}
+}
+
+type limitReader struct {
+	r        io.Reader
+	n, limit int64 // bytes left; the limit
+	over     bool
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.over {
+		return 0, fmt.Errorf("%w: stream over %d bytes", ErrTooLarge, l.limit)
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n+1] // a byte more, to tell the end from more
+	}
+	n, err := l.r.Read(p)
+	if int64(n) > l.n {
+		n, l.n, l.over = int(l.n), 0, true
+		return n, fmt.Errorf("%w: stream over %d bytes", ErrTooLarge, l.limit)
+	}
+	l.n -= int64(n)
+	return n, err
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestDepth(t *testing.T) {
@@ -60,6 +61,24 @@ func TestReadBody(t *testing.T) {
 	b, err = ReadBody(strings.NewReader("123456"), 5)
 	if !errors.Is(err, ErrTooLarge) || len(b) != 6 {
 		t.Fatalf("over the limit: %q, %v", b, err)
+	}
+}
+
+func TestLimitReader(t *testing.T) {
+	b, err := io.ReadAll(LimitReader(strings.NewReader("12345"), 5))
+	if err != nil || string(b) != "12345" {
+		t.Fatalf("at the limit: %q, %v", b, err)
+	}
+	b, err = io.ReadAll(LimitReader(strings.NewReader("123456"), 5))
+	if !errors.Is(err, ErrTooLarge) || string(b) != "12345" {
+		t.Fatalf("over the limit: %q, %v", b, err)
+	}
+	r := LimitReader(iotest.OneByteReader(strings.NewReader("123456")), 5)
+	if b, err = io.ReadAll(r); !errors.Is(err, ErrTooLarge) || string(b) != "12345" {
+		t.Fatalf("over the limit, a byte at a time: %q, %v", b, err)
+	}
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("the error is not kept: %v", err)
 	}
 }
 

@@ -19,5 +19,18 @@
 //	if err := mcpwire.Check(body, mcpwire.MaxDepth); err != nil { ... 400 ... }
 //	// now parse body with any parser
 //
+// It also holds the two readers of MCP messages that the edge, the
+// prober and the verifier share: EventReader, the one reader of
+// text/event-stream bodies (bounded per event, no allocation per event),
+// and FindResponse (over Messages), the one matcher of a JSON-RPC response
+// to its request's ID for encoding/json users:
+//
+//	er := mcpwire.NewEventReader(body, maxEvent)
+//	for {
+//		ev, err := er.Next() // io.EOF at the end; ErrTooLarge past maxEvent
+//		...
+//		m, err := mcpwire.FindResponse(ev.Data, mcpwire.IntID(7)) // ErrNoResponse: not in this event
+//	}
+//
 // The package imports nothing of fleetgate's.
 package mcpwire

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func readGuarded(data string, sse bool, l Limits) ([]byte, error) {
@@ -60,7 +61,13 @@ func FuzzGuardSSE(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, err := io.ReadAll(Guard(io.NopCloser(bytes.NewReader(data)), true, Limits{MaxDepth: 3, MaxMessage: 256}))
+		l := Limits{MaxDepth: 3, MaxMessage: 256}
+		out, err := io.ReadAll(Guard(io.NopCloser(bytes.NewReader(data)), true, l))
+		// Read a byte at a time, the verdict is the same.
+		_, berr := io.ReadAll(Guard(io.NopCloser(iotest.OneByteReader(bytes.NewReader(data))), true, l))
+		if errors.Is(err, ErrTooDeep) != errors.Is(berr, ErrTooDeep) || errors.Is(err, ErrTooLarge) != errors.Is(berr, ErrTooLarge) {
+			t.Fatalf("whole: %v; a byte at a time: %v", err, berr)
+		}
 		if err != nil {
 			return
 		}

@@ -3,7 +3,11 @@ package prober
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"sync"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // The list methods whose raw results are captured.
@@ -13,10 +17,6 @@ const (
 	methodPrompts   = "prompts/list"
 )
 
-// maxEventBytes bounds one buffered event (or JSON body); a larger one is
-// skipped, and the list call it answered then fails to be captured.
-const maxEventBytes = 64 << 20
-
 // listKey identifies one page request: the method and the cursor sent.
 type listKey struct{ method, cursor string }
 
@@ -25,15 +25,15 @@ type listKey struct{ method, cursor string }
 // pending at a time; reset drops leftovers of abandoned calls.
 type capture struct {
 	mu      sync.Mutex
-	pending map[string]listKey
+	pending map[mcpwire.ID]listKey
 	results map[listKey]json.RawMessage
 }
 
 func newCapture() *capture {
-	return &capture{pending: map[string]listKey{}, results: map[listKey]json.RawMessage{}}
+	return &capture{pending: map[mcpwire.ID]listKey{}, results: map[listKey]json.RawMessage{}}
 }
 
-func (c *capture) expect(id string, k listKey) {
+func (c *capture) expect(id mcpwire.ID, k listKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending[id] = k
@@ -56,110 +56,101 @@ func (c *capture) reset() {
 	clear(c.results)
 }
 
-// deliver inspects one JSON-RPC message and keeps its result if it answers
-// a pending list call.
-func (c *capture) deliver(msg []byte) {
+// deliver inspects one JSON-RPC message (or batch) and keeps the results
+// of the responses to pending list calls.
+func (c *capture) deliver(data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.pending) == 0 || !bytes.Contains(msg, []byte(`"result"`)) {
+	if len(c.pending) == 0 || !bytes.Contains(data, []byte(`"result"`)) {
 		return
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
+	for m, err := range mcpwire.Messages(data) {
+		if err != nil {
+			return
+		}
+		k, ok := c.pending[m.ID]
+		if !ok || m.Method != "" || m.Result == nil {
+			continue
+		}
+		delete(c.pending, m.ID)
+		c.results[k] = m.Result
 	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.Result == nil {
-		return
-	}
-	id := string(bytes.TrimSpace(m.ID))
-	k, ok := c.pending[id]
-	if !ok {
-		return
-	}
-	delete(c.pending, id)
-	c.results[k] = m.Result
 }
 
 // parser extracts JSON-RPC messages from a response body as it is read:
 // either a whole application/json body or the data of text/event-stream
 // events. It runs inside the body's Read, before the SDK sees the bytes'
-// meaning, so a result is captured before the SDK's call returns.
+// meaning, so a result is captured before the SDK's call returns. A body
+// or event over maxMessage bytes is not captured (the Guard under the
+// parser fails the read first).
 type parser struct {
-	c     *capture
-	json  bool   // the body is one JSON message
-	line  []byte // the current (incomplete) line, event streams only
-	data  []byte // the current event's data, or the whole JSON body
-	skip  bool   // the current event or body is over maxEventBytes
-	ended bool
+	c          *capture
+	json       bool // the body is one JSON message
+	maxMessage int
+	body       []byte // the JSON body so far
+	over       bool   // the JSON body is over maxMessage
+	chunk      chunkSource
+	events     *mcpwire.EventReader // event streams only
+	ended      bool
 }
 
-func newParser(c *capture, wholeJSON bool) *parser { return &parser{c: c, json: wholeJSON} }
+func newParser(c *capture, wholeJSON bool, maxMessage int) *parser {
+	p := &parser{c: c, json: wholeJSON, maxMessage: maxMessage}
+	if !wholeJSON {
+		p.events = mcpwire.NewEventReader(&p.chunk, maxMessage)
+	}
+	return p
+}
 
 // feed consumes the next chunk; eof marks the end of the body.
 func (p *parser) feed(b []byte, eof bool) {
 	if p.ended {
 		return
 	}
+	p.ended = eof
 	if p.json {
-		p.grow(b)
-		if eof {
-			p.ended = true
-			if !p.skip {
-				p.c.deliver(p.data)
-			}
-			p.data = nil
+		if !p.over && len(p.body)+len(b) > p.maxMessage {
+			p.over, p.body = true, nil
+		}
+		if !p.over {
+			p.body = append(p.body, b...)
+		}
+		if eof && !p.over {
+			p.c.deliver(p.body)
+			p.body = nil
 		}
 		return
 	}
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			p.line = append(p.line, b...)
+	p.chunk.b, p.chunk.eof = b, eof
+	for {
+		ev, err := p.events.Next()
+		if err != nil { // not yet, the end, or an event over the bound
 			break
 		}
-		p.line = append(p.line, b[:i]...)
-		p.endLine()
-		b = b[i+1:]
-	}
-	if eof {
-		p.ended = true
-		if len(p.line) > 0 {
-			p.endLine()
+		if len(bytes.TrimSpace(ev.Data)) > 0 { // not a priming event
+			p.c.deliver(ev.Data)
 		}
-		p.dispatch()
 	}
+	p.chunk.b = nil // the caller's buffer
 }
 
-func (p *parser) grow(b []byte) {
-	if p.skip {
-		return
-	}
-	if len(p.data)+len(b) > maxEventBytes {
-		p.skip, p.data = true, nil
-		return
-	}
-	p.data = append(p.data, b...)
+// chunkSource gives the EventReader the chunk being fed, then
+// errNotYet until the next one.
+type chunkSource struct {
+	b   []byte
+	eof bool
 }
 
-// endLine interprets one complete SSE line (without its '\n').
-func (p *parser) endLine() {
-	line := bytes.TrimSuffix(p.line, []byte{'\r'})
-	switch {
-	case len(line) == 0:
-		p.dispatch()
-	case bytes.HasPrefix(line, []byte("data:")):
-		v := bytes.TrimPrefix(line[len("data:"):], []byte{' '})
-		if len(p.data) > 0 {
-			p.grow([]byte{'\n'})
+var errNotYet = errors.New("prober: the rest of the body is not read yet")
+
+func (c *chunkSource) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		if c.eof {
+			return 0, io.EOF
 		}
-		p.grow(v)
+		return 0, errNotYet
 	}
-	p.line = p.line[:0]
-}
-
-func (p *parser) dispatch() {
-	if len(p.data) > 0 && !p.skip {
-		p.c.deliver(p.data)
-	}
-	p.data, p.skip = p.data[:0], false
+	n := copy(p, c.b)
+	c.b = c.b[n:]
+	return n, nil
 }

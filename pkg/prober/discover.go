@@ -22,8 +22,7 @@ var (
 	// ErrTooManyPages: a list method exceeded Options.MaxPages pages.
 	ErrTooManyPages = errors.New("too many list pages")
 	// ErrNotCaptured: the raw bytes of a list result were not seen on the
-	// wire (the SDK answered without the backend, or the body was over
-	// 64 MiB).
+	// wire (the SDK answered without the backend).
 	ErrNotCaptured = errors.New("list result not captured")
 )
 

@@ -16,6 +16,10 @@
 //     the reconnect decides;
 //   - keeps a session whose pings time out (a hung backend), so a hung
 //     backend yields one Failure per interval;
+//   - refuses, before the SDK decodes it, a backend message nested deeper
+//     than mcpwire.MaxDepth or over Options.MaxMessage (16 MiB by default):
+//     the session is dropped with a Failure naming the bound, and replaced
+//     after a backoff;
 //   - lists all tools, resources and prompts, following nextCursor, on
 //     every (re)connect and on every list_changed notification, and
 //     delivers a Catalog when the tools digest or the resources/prompts

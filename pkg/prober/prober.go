@@ -25,6 +25,10 @@ const (
 	DefaultMinBackoff       = 100 * time.Millisecond
 	DefaultMaxPages         = 10000
 	DefaultDiscoveryTimeout = 30 * time.Second
+	// DefaultMaxMessage bounds one message from a backend: an
+	// application/json response body, or one event of an event stream
+	// (the go-sdk's own bound on an event, mcp.DefaultMaxEventSize).
+	DefaultMaxMessage = 16 << 20
 )
 
 // ErrRunning is returned by Run when the Prober is already running.
@@ -76,6 +80,11 @@ type Options struct {
 	// page request is also bounded by Policy.Timeout, so that a backend
 	// hanging during a listing delays the next ping by at most that.
 	DiscoveryTimeout time.Duration
+	// MaxMessage bounds one message from the backend, in bytes (default
+	// DefaultMaxMessage). A response over it, or nested deeper than
+	// mcpwire.MaxDepth, is refused before the SDK decodes it: the session
+	// is dropped (a Failure naming the bound) and replaced after a backoff.
+	MaxMessage int64
 	// Now stamps observations and catalogs (default time.Now).
 	Now func() time.Time
 }
@@ -95,6 +104,7 @@ type Prober struct {
 
 	minBackoff, maxBackoff time.Duration
 	maxPages               int
+	maxMessage             int64
 	discoveryTimeout       time.Duration
 
 	client  *mcp.Client
@@ -114,7 +124,7 @@ func New(t Target, sink Sink, o *Options) *Prober {
 	p := &Prober{
 		target: t, sink: sink, policy: o.Policy.WithDefaults(), m: o.Metrics, now: o.Now,
 		base: http.DefaultTransport, minBackoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
-		maxPages: o.MaxPages, discoveryTimeout: o.DiscoveryTimeout,
+		maxPages: o.MaxPages, discoveryTimeout: o.DiscoveryTimeout, maxMessage: o.MaxMessage,
 		relist: make(chan struct{}, 1), log: zerolog.Nop(),
 	}
 	if o.Logger != nil {
@@ -141,6 +151,9 @@ func New(t Target, sink Sink, o *Options) *Prober {
 	}
 	if p.discoveryTimeout <= 0 {
 		p.discoveryTimeout = DefaultDiscoveryTimeout
+	}
+	if p.maxMessage <= 0 {
+		p.maxMessage = DefaultMaxMessage
 	}
 	changed := func() {
 		select {
@@ -198,11 +211,12 @@ func (p *Prober) Run(ctx context.Context) error {
 		p.log.Info().Str("url", p.target.URL).Msg("backend session established")
 		anyOK := p.serve(ctx, s)
 		s.close()
-		if anyOK {
+		if anyOK && !s.wire.refused.Load() {
 			backoff = p.minBackoff // reconnect at once
 			continue
 		}
-		// Not one ping succeeded: back off as after a failed connect.
+		// Not one ping succeeded, or the backend sent what was refused:
+		// back off as after a failed connect.
 		if !sleep(ctx, backoff) {
 			break
 		}

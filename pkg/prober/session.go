@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // protocolVersion is pinned: it is the newest session-based version, and
@@ -72,7 +74,8 @@ func (p *Prober) connect(ctx context.Context) (*session, error) {
 	sctx, stop := context.WithCancel(ctx)
 	s := &session{stop: stop, dropped: make(chan struct{})}
 	s.calls, s.cancelCalls = context.WithCancel(sctx)
-	s.wire = &wire{next: p.base, ctx: sctx, bound: p.policy.Timeout, lists: newCapture(), drop: s.drop}
+	s.wire = &wire{next: p.base, ctx: sctx, bound: p.policy.Timeout, lists: newCapture(), drop: s.drop,
+		limits: mcpwire.Limits{MaxDepth: mcpwire.MaxDepth, MaxMessage: p.maxMessage}}
 	hc := &http.Client{Transport: s.wire, CheckRedirect: p.redirect, Jar: p.jar}
 
 	var t mcp.Transport

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // errStopped fails every request of a session being torn down, so that the
@@ -29,15 +31,22 @@ var errStopped = errors.New("prober: session closing")
 //   - the raw bytes of tools/list, resources/list and prompts/list results,
 //     which the SDK decodes into structs that drop unknown members;
 //   - bounds on GET and DELETE requests, which the SDK sends on contexts
-//     the prober does not control.
+//     the prober does not control;
+//   - bounds on every response body (mcpwire.Guard): the SDK decodes with a
+//     recursive decoder and reads whole JSON bodies, so a message nested
+//     deeper than mcpwire.MaxDepth, or a body or event over the message
+//     bound, fails its read and drops the session, before the SDK or the
+//     capture parser sees it.
 type wire struct {
 	next   http.RoundTripper
 	ctx    context.Context // the session's lifetime; done when it is torn down
 	bound  time.Duration   // deadline for response headers of a GET; bounds DELETE
 	status atomic.Int32    // last 401/403 seen, 0 if none since reset
 	lists  *capture
+	limits mcpwire.Limits // of every response body
 
 	closing atomic.Bool
+	refused atomic.Bool // a response was refused since the session began
 	drop    func(reason string, clean bool)
 }
 
@@ -83,14 +92,15 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		w.status.Store(int32(resp.StatusCode))
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	sse := isEventStream(resp)
+	b := &streamBody{body: mcpwire.Guard(resp.Body, sse, w.limits), w: w, cancel: cancel}
 	switch {
-	case req.Method == http.MethodGet && ok && isEventStream(resp):
-		resp.Body = &streamBody{body: resp.Body, w: w, parse: newParser(w.lists, false), cancel: cancel}
+	case req.Method == http.MethodGet && ok && sse:
+		b.stream, b.parse = true, newParser(w.lists, false, int(w.limits.MaxMessage))
 	case listCall && ok:
-		resp.Body = &streamBody{body: resp.Body, parse: newParser(w.lists, !isEventStream(resp)), cancel: cancel}
-	case cancel != nil:
-		resp.Body = &streamBody{body: resp.Body, cancel: cancel}
+		b.parse = newParser(w.lists, !sse, int(w.limits.MaxMessage))
 	}
+	resp.Body = b
 	return resp, nil
 }
 
@@ -106,7 +116,7 @@ func (w *wire) deleteSession(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	resp.Body = &streamBody{body: resp.Body, cancel: cancel}
+	resp.Body = &streamBody{body: mcpwire.Guard(resp.Body, isEventStream(resp), w.limits), w: w, cancel: cancel}
 	return resp, nil
 }
 
@@ -123,18 +133,18 @@ func (w *wire) noteListCall(req *http.Request) bool {
 		return false
 	}
 	var call struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+		ID     mcpwire.ID `json:"id"`
+		Method string     `json:"method"`
 		Params struct {
 			Cursor string `json:"cursor"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(body, &call) != nil || len(call.ID) == 0 {
+	if json.Unmarshal(body, &call) != nil || call.ID.IsZero() {
 		return false
 	}
 	switch call.Method {
 	case methodTools, methodResources, methodPrompts:
-		w.lists.expect(string(bytes.TrimSpace(call.ID)), listKey{call.Method, call.Params.Cursor})
+		w.lists.expect(call.ID, listKey{call.Method, call.Params.Cursor})
 		return true
 	}
 	return false
@@ -149,12 +159,21 @@ func isEventStream(resp *http.Response) bool {
 	return mt == "text/event-stream"
 }
 
-// streamBody wraps a response body: it feeds a parser (when set), reports
-// the end of an event stream to the session (when w is set), and releases
-// the request's bounds on Close.
+// refuse drops the session for a response body that its Guard refused.
+func (w *wire) refuse(err error) {
+	w.refused.Store(true)
+	if !w.closing.Load() && w.ctx.Err() == nil {
+		w.drop(fmt.Sprintf("backend response refused: %v", err), false)
+	}
+}
+
+// streamBody wraps a guarded response body: it feeds a parser (when set),
+// reports a refused body, and the end of an event stream (when stream is
+// set), to the session, and releases the request's bounds on Close.
 type streamBody struct {
 	body   io.ReadCloser
-	w      *wire // non-nil for the event stream
+	w      *wire
+	stream bool // the session's event stream
 	parse  *parser
 	cancel context.CancelFunc
 	once   sync.Once
@@ -165,7 +184,11 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	if b.parse != nil {
 		b.parse.feed(p[:n], err != nil)
 	}
-	if err != nil && b.w != nil {
+	if err != nil && (errors.Is(err, mcpwire.ErrTooDeep) || errors.Is(err, mcpwire.ErrTooLarge)) {
+		b.once.Do(func() { b.w.refuse(err) })
+		return n, err
+	}
+	if err != nil && b.stream {
 		b.once.Do(func() {
 			if b.w.closing.Load() || b.w.ctx.Err() != nil {
 				return
@@ -185,7 +208,7 @@ func (b *streamBody) Close() error {
 	if b.cancel != nil {
 		b.cancel()
 	}
-	if b.w != nil {
+	if b.stream {
 		b.once.Do(func() {
 			if b.w.closing.Load() || b.w.ctx.Err() != nil {
 				return

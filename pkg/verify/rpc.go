@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // maxBody bounds one HTTP response body the client reads (a tools/list page
@@ -40,8 +41,8 @@ func (e *HTTPError) Error() string {
 }
 
 // ErrNoResponse is returned when a response body ended without the JSON-RPC
-// response to the request.
-var ErrNoResponse = errors.New("no JSON-RPC response in the body")
+// response to the request (it is mcpwire.ErrNoResponse).
+var ErrNoResponse = mcpwire.ErrNoResponse
 
 // rpcClient speaks just enough of the streamable HTTP transport (MCP
 // 2025-03-26 to 2025-11-25) for a verification: POST a JSON-RPC request,
@@ -55,17 +56,6 @@ type rpcClient struct {
 	sessionID string
 	protocol  string // negotiated; sent as MCP-Protocol-Version once set
 	nextID    int64
-}
-
-// message is one JSON-RPC message as read from the wire.
-type message struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
 }
 
 // call sends a request and returns its raw result.
@@ -161,78 +151,39 @@ func (c *rpcClient) setHeaders(req *http.Request) {
 // readResponse finds the response with the given id in an application/json
 // body (one message or a batch) or a text/event-stream body (one message per
 // event; server requests and notifications on the stream are skipped).
-func readResponse(resp *http.Response, id int64) (*message, error) {
+func readResponse(resp *http.Response, id int64) (*mcpwire.Message, error) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	body := io.LimitReader(resp.Body, maxBody)
 	switch ct {
 	case "text/event-stream":
-		return readSSE(body, id)
+		return readSSE(mcpwire.LimitReader(resp.Body, maxBody), mcpwire.IntID(id))
 	case "application/json":
-		data, err := io.ReadAll(body)
+		data, err := mcpwire.ReadBody(resp.Body, maxBody)
 		if err != nil {
 			return nil, fmt.Errorf("read body: %w", err)
 		}
-		return findResponse(data, id)
+		return mcpwire.FindResponse(data, mcpwire.IntID(id))
 	default:
 		return nil, fmt.Errorf("unexpected Content-Type %q (status %d)", resp.Header.Get("Content-Type"), resp.StatusCode)
 	}
 }
 
 // readSSE reads server-sent events until the one carrying the response.
-func readSSE(r io.Reader, id int64) (*message, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxBody)
-	var data bytes.Buffer
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data.Len() > 0 {
-				if m, err := findResponse(data.Bytes(), id); err == nil {
-					return m, nil
-				} else if !errors.Is(err, ErrNoResponse) {
-					return nil, err
-				}
-				data.Reset()
-			}
-		case strings.HasPrefix(line, "data:"):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+// Each event is bounded by maxBody, as is the whole stream (r).
+func readSSE(r io.Reader, id mcpwire.ID) (*mcpwire.Message, error) {
+	er := mcpwire.NewEventReader(r, maxBody)
+	for {
+		ev, err := er.Next()
+		if err == io.EOF {
+			return nil, ErrNoResponse
 		}
-		// "event:", "id:", "retry:" and comments carry nothing we need.
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read event stream: %w", err)
-	}
-	if data.Len() > 0 { // a last event without its blank line
-		return findResponse(data.Bytes(), id)
-	}
-	return nil, ErrNoResponse
-}
-
-// findResponse looks for the response to id in one JSON-RPC message or a
-// batch of them.
-func findResponse(data []byte, id int64) (*message, error) {
-	data = bytes.TrimSpace(data)
-	var msgs []message
-	if len(data) > 0 && data[0] == '[' {
-		if err := json.Unmarshal(data, &msgs); err != nil {
-			return nil, fmt.Errorf("decode JSON-RPC batch: %w", err)
+		if err != nil {
+			return nil, fmt.Errorf("read event stream: %w", err)
 		}
-	} else {
-		var m message
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("decode JSON-RPC message: %w", err)
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue // a priming event
 		}
-		msgs = []message{m}
-	}
-	want := fmt.Sprint(id)
-	for i := range msgs {
-		if m := &msgs[i]; m.Method == "" && string(bytes.Trim(m.ID, `"`)) == want {
-			return m, nil
+		if m, err := mcpwire.FindResponse(ev.Data, id); !errors.Is(err, ErrNoResponse) {
+			return m, err
 		}
 	}
-	return nil, ErrNoResponse
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/convergence"
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // Tools with fields the go-sdk mcp.Tool struct does not carry ("execution",
@@ -128,8 +129,13 @@ func TestReadResponse(t *testing.T) {
 	}{
 		{"json", "application/json", `{"jsonrpc":"2.0","id":3,"result":{"x":1}}`, `{"x":1}`, nil},
 		{"json with charset", "application/json; charset=utf-8", `{"jsonrpc":"2.0","id":3,"result":{}}`, `{}`, nil},
-		{"json batch", "application/json", `[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"3","result":[1]}]`, `[1]`, nil},
+		{"json batch", "application/json", `[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":3,"result":[1]}]`, `[1]`, nil},
 		{"json other id", "application/json", `{"jsonrpc":"2.0","id":4,"result":{}}`, "", ErrNoResponse},
+		// JSON-RPC: the response's id is the request's, of the same type.
+		{"json string id for a number", "application/json", `{"jsonrpc":"2.0","id":"3","result":{}}`, "", ErrNoResponse},
+		{"json too deep", "application/json", `{"jsonrpc":"2.0","id":3,"result":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, "", mcpwire.ErrTooDeep},
+		{"sse too deep", "text/event-stream", "data: " + strings.Repeat("[", 1<<20) + "\n\n", "", mcpwire.ErrTooDeep},
+		{"sse priming event", "text/event-stream", "id: 1\ndata:\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":1}\r\n\r\n", `1`, nil},
 		{"sse skips notifications and requests", "text/event-stream",
 			"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n" +
 				": comment\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n\n" +
@@ -156,4 +162,29 @@ func TestReadResponse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadResponseTooLarge: a JSON body over maxBody, and an event over
+// maxBody, are refused with ErrTooLarge (not read whole, not cut short).
+func TestReadResponseTooLarge(t *testing.T) {
+	for _, tc := range []struct{ ctype, head string }{
+		{"application/json", `{"jsonrpc":"2.0","id":3,"result":"`},
+		{"text/event-stream", `data: {"jsonrpc":"2.0","id":3,"result":"`},
+	} {
+		body := io.MultiReader(strings.NewReader(tc.head), io.LimitReader(xs{}, maxBody))
+		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tc.ctype}}, Body: io.NopCloser(body)}
+		if _, err := readResponse(resp, 3); !errors.Is(err, mcpwire.ErrTooLarge) {
+			t.Errorf("%s: %v, want ErrTooLarge", tc.ctype, err)
+		}
+	}
+}
+
+// xs is an endless stream of 'x'.
+type xs struct{}
+
+func (xs) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
 }

@@ -43,7 +43,7 @@ func TestLimitListener(t *testing.T) {
 		t.Fatalf("over the cap: %v %v", resp, err)
 	}
 	if n := ln.(*limitListener).Open(); n != 2 || refused.Load() != 1 {
-		t.Fatalf("%d open, %d refused; want 2 and 1", n, refused)
+		t.Fatalf("%d open, %d refused; want 2 and 1", n, refused.Load())
 	}
 	s1.Close()
 	s1.Close() // counted once
