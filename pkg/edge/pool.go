@@ -28,9 +28,12 @@ type pool struct {
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
 	bg   sync.WaitGroup
-	bgMu sync.Mutex // orders bg.Go after closeAll's stop
+	bgMu sync.Mutex // orders bg.Go and watch.Go after closeAll's stop
 	ctx  context.Context
 	stop context.CancelFunc
+	// watch runs one watcher per pooled session (session); closeAll
+	// waits for them after closing the sessions.
+	watch sync.WaitGroup
 
 	mu    sync.Mutex
 	conns map[string]*backendConn
@@ -42,9 +45,14 @@ type backendConn struct {
 	name string
 	url  string
 
-	mu sync.Mutex
-	cs *mcp.ClientSession
+	mu     sync.Mutex
+	cs     *mcp.ClientSession
+	closed bool // by close: no session is pooled any more
 }
+
+// errConnClosed: the call raced with the removal or reconfiguration of
+// its backend (or with closeAll).
+var errConnClosed = errors.New("backend connection closed (backend removed or reconfigured)")
 
 func newPool(hc *http.Client, timeout time.Duration, m *metrics) *pool {
 	p := &pool{
@@ -90,7 +98,7 @@ func (p *pool) prune(keep func(name, url string) bool) {
 	}
 }
 
-// closeAll closes every pooled session.
+// closeAll closes every pooled session and waits for their watchers.
 func (p *pool) closeAll() {
 	p.bgMu.Lock()
 	p.stop()
@@ -103,6 +111,7 @@ func (p *pool) closeAll() {
 	for _, c := range conns {
 		c.close()
 	}
+	p.watch.Wait()
 	if ct, ok := p.http.Transport.(*connTransport); ok {
 		ct.Close()
 	} else {
@@ -110,10 +119,12 @@ func (p *pool) closeAll() {
 	}
 }
 
+// close closes the pooled session, and keeps c from pooling another.
 func (c *backendConn) close() {
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
+	c.closed = true
 	c.mu.Unlock()
 	if cs != nil {
 		_ = cs.Close()
@@ -127,23 +138,35 @@ func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	if c.cs != nil {
 		return c.cs, nil
 	}
+	if c.closed {
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
+	}
 	t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.http, MaxRetries: 2,
 		// The edge learns of catalog changes from the event log, not from
 		// backends, so it needs no standalone stream.
 		DisableStandaloneSSE: true}
-	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocol})
 	if err != nil {
-		return nil, fmt.Errorf("connect backend %q at %s: %w", c.name, c.url, err)
+		// No URL in the text: it may carry credentials.
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, err)
 	}
-	c.cs = cs
 	// A session the go-sdk closes on its own (a broken stream, a response
 	// it could not decode) is forgotten at once, so that the next call
-	// reconnects instead of failing on a closing session. The goroutine
-	// ends with the session (closeAll closes every session).
-	go func() {
+	// reconnects instead of failing on a closing session. The watcher
+	// ends with the session; closeAll closes every session and waits for
+	// the watchers. None is started once closeAll began.
+	p.bgMu.Lock()
+	if p.ctx.Err() != nil {
+		p.bgMu.Unlock()
+		_ = cs.Close()
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
+	}
+	c.cs = cs
+	p.watch.Go(func() {
 		_ = cs.Wait()
 		c.forget(cs)
-	}()
+	})
+	p.bgMu.Unlock()
 	return cs, nil
 }
 
