@@ -11,11 +11,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // pool holds one persistent go-sdk client session per backend, created on
 // first use and replaced when the backend forgets it (a restart) or the
-// connection breaks.
+// connection breaks. A backend of the legacy HTTP+SSE transport gets an
+// SSE session (ssebackend.go); every other one a streamable HTTP session.
 type pool struct {
 	client *mcp.Client
 	http   *http.Client
@@ -27,6 +30,7 @@ type pool struct {
 	ids     atomic.Uint64 // ids of raw requests (forward.go)
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
+	// ctx is also the parent of the SSE sessions' streams.
 	bg   sync.WaitGroup
 	bgMu sync.Mutex // orders bg.Go and watch.Go after closeAll's stop
 	ctx  context.Context
@@ -44,6 +48,12 @@ type pool struct {
 type backendConn struct {
 	name string
 	url  string
+	sse  bool // the backend speaks the legacy HTTP+SSE transport
+
+	// ctx is the parent of the SSE session's stream (a child of the
+	// pool's); close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	cs     *mcp.ClientSession
@@ -69,29 +79,37 @@ func newPool(hc *http.Client, timeout time.Duration, m *metrics) *pool {
 	return p
 }
 
-// conn returns the pooled connection of backend name at url; a URL change
-// replaces it.
-func (p *pool) conn(name, url string) *backendConn {
+// conn returns the pooled connection of backend name with configuration
+// cfg; a URL or transport change replaces it.
+func (p *pool) conn(name string, cfg events.BackendConfig) *backendConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.conns[name]
-	if c != nil && c.url == url {
+	if c != nil && c.serves(cfg) {
 		return c
 	}
 	if c != nil {
 		go c.close()
 	}
-	c = &backendConn{name: name, url: url}
+	c = &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg)}
+	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	p.conns[name] = c
 	return c
 }
 
-// prune closes the connections of backends not in keep.
-func (p *pool) prune(keep func(name, url string) bool) {
+// serves reports whether c is the connection of a backend configured as
+// cfg.
+func (c *backendConn) serves(cfg events.BackendConfig) bool {
+	return c.url == cfg.URL && c.sse == isSSE(cfg)
+}
+
+// prune closes the connections of backends not in cfgs, or configured
+// otherwise there.
+func (p *pool) prune(cfgs map[string]events.BackendConfig) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name, c := range p.conns {
-		if !keep(name, c.url) {
+		if cfg, ok := cfgs[name]; !ok || !c.serves(cfg) {
 			delete(p.conns, name)
 			go c.close()
 		}
@@ -99,6 +117,7 @@ func (p *pool) prune(keep func(name, url string) bool) {
 }
 
 // closeAll closes every pooled session and waits for their watchers.
+// Stopping ctx first ends every SSE stream at once.
 func (p *pool) closeAll() {
 	p.bgMu.Lock()
 	p.stop()
@@ -120,7 +139,9 @@ func (p *pool) closeAll() {
 }
 
 // close closes the pooled session, and keeps c from pooling another.
+// Cancelling ctx first cuts an SSE connect in progress (it holds mu).
 func (c *backendConn) close() {
+	c.cancel()
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
@@ -141,11 +162,18 @@ func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	if c.closed {
 		return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.http, MaxRetries: 2,
-		// The edge learns of catalog changes from the event log, not from
-		// backends, so it needs no standalone stream.
-		DisableStandaloneSSE: true}
-	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocol})
+	var cs *mcp.ClientSession
+	end := func() {}
+	var err error
+	if c.sse {
+		cs, end, err = p.connectSSE(ctx, c)
+	} else {
+		t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.http, MaxRetries: 2,
+			// The edge learns of catalog changes from the event log, not
+			// from backends, so it needs no standalone stream.
+			DisableStandaloneSSE: true}
+		cs, err = p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocol})
+	}
 	if err != nil {
 		// No URL in the text: it may carry credentials.
 		return nil, fmt.Errorf("connect backend %q: %w", c.name, err)
@@ -159,12 +187,14 @@ func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	if p.ctx.Err() != nil {
 		p.bgMu.Unlock()
 		_ = cs.Close()
+		end()
 		return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
 	}
 	c.cs = cs
 	p.watch.Go(func() {
 		_ = cs.Wait()
 		c.forget(cs)
+		end() // an SSE session's stream context
 	})
 	p.bgMu.Unlock()
 	return cs, nil
@@ -189,18 +219,29 @@ func (c *backendConn) drop(cs *mcp.ClientSession) {
 	_ = cs.Close()
 }
 
-// do runs op on the backend's pooled session under the per-call timeout.
+// do runs op on the pooled streamable HTTP session of backend at url
+// (doOn).
+func do[T any](ctx context.Context, p *pool, backend, url, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+	return doOn(ctx, p, backend, events.BackendConfig{URL: url}, method, op)
+}
+
+// doOn runs op on the backend's pooled session under the per-call timeout.
 // When the backend no longer knows the session (it restarted) or the
 // request could not be delivered, it was not processed, so op is retried
 // once on a fresh session; a broken
 // connection drops the session so that the next call reconnects, but the
-// call is not repeated (it may have reached the backend).
-func do[T any](ctx context.Context, p *pool, backend, url, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+// call is not repeated (it may have reached the backend). On an SSE
+// session, whose errors do not tell, markWrites finds out whether the
+// request was sent.
+func doOn[T any](ctx context.Context, p *pool, backend string, cfg events.BackendConfig, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
 	var zero T
 	ctx, cancel := detach(ctx, p.timeout)
 	defer cancel()
 	start := time.Now()
-	c := p.conn(backend, url)
+	c := p.conn(backend, cfg)
+	if c.sse {
+		op = markWrites(op)
+	}
 	var res T
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
