@@ -92,6 +92,17 @@
 // does not recognise exactly) goes through the go-sdk, whose decoder
 // allocates tens of KB per message.
 //
+// A backend configured with `transport: sse` (the legacy HTTP+SSE
+// transport: responses come on a long-lived GET stream, not on the POST)
+// is not called on the raw path: its pooled session is a go-sdk
+// mcp.SSEClientTransport session and every call, tools/call included,
+// goes through it (ssebackend.go). Its stream lives until the session is
+// dropped, the backend leaves the view or changes URL or transport, or
+// the edge stops; a stream the backend ends is forgotten and the next
+// call reconnects. A call is sent again on a new session only when its
+// request cannot have reached the backend (the session had ended, or
+// the POST was refused or not delivered).
+//
 // The edge's default backend client makes plain-HTTP exchanges on the
 // caller's goroutine over pooled keep-alive connections (conntransport.go):
 // net/http's Transport hands each exchange to two goroutines of the

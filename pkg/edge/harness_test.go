@@ -107,11 +107,16 @@ func startBackend(t testing.TB, name string, o *demobackend.Options) *demobacken
 // controller does.
 func listCatalog(t testing.TB, b *demobackend.Backend) *events.Catalog {
 	t.Helper()
+	return listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: b.URL(), DisableStandaloneSSE: true})
+}
+
+// listCatalogVia is listCatalog of the backend at the end of tr.
+func listCatalogVia(t testing.TB, tr mcp.Transport) *events.Catalog {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "lister"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL(), DisableStandaloneSSE: true},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -42,7 +43,8 @@ func (t *guardedTransport) CloseIdleConnections() {
 
 // pool holds one persistent go-sdk client session per backend, created on
 // first use and replaced when the backend forgets it (a restart) or the
-// connection breaks.
+// connection breaks. A backend of the legacy HTTP+SSE transport gets an
+// SSE session (ssebackend.go); every other one a streamable HTTP session.
 type pool struct {
 	client *mcp.Client
 	http   *http.Client
@@ -60,10 +62,14 @@ type pool struct {
 	ids         atomic.Uint64 // ids of raw requests (forward.go)
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
+	// ctx is also the parent of the SSE sessions' streams.
 	bg   sync.WaitGroup
-	bgMu sync.Mutex // orders bg.Go after closeAll's stop
+	bgMu sync.Mutex // orders bg.Go and watch.Go after closeAll's stop
 	ctx  context.Context
 	stop context.CancelFunc
+	// watch runs one watcher per pooled session (session); closeAll
+	// waits for them after closing the sessions.
+	watch sync.WaitGroup
 
 	mu    sync.Mutex
 	conns map[string]*backendConn
@@ -74,10 +80,21 @@ type pool struct {
 type backendConn struct {
 	name string
 	url  string
+	sse  bool // the backend speaks the legacy HTTP+SSE transport
 
-	mu sync.Mutex
-	cs *mcp.ClientSession
+	// ctx is the parent of the SSE session's stream (a child of the
+	// pool's); close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	cs     *mcp.ClientSession
+	closed bool // by close: no session is pooled any more
 }
+
+// errConnClosed: the call raced with the removal or reconfiguration of
+// its backend (or with closeAll).
+var errConnClosed = errors.New("backend connection closed (backend removed or reconfigured)")
 
 func newPool(hc *http.Client, timeout time.Duration, maxResponse int64, m *metrics) *pool {
 	if maxResponse <= 0 {
@@ -105,36 +122,45 @@ func newPool(hc *http.Client, timeout time.Duration, maxResponse int64, m *metri
 	return p
 }
 
-// conn returns the pooled connection of backend name at url; a URL change
-// replaces it.
-func (p *pool) conn(name, url string) *backendConn {
+// conn returns the pooled connection of backend name with configuration
+// cfg; a URL or transport change replaces it.
+func (p *pool) conn(name string, cfg events.BackendConfig) *backendConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.conns[name]
-	if c != nil && c.url == url {
+	if c != nil && c.serves(cfg) {
 		return c
 	}
 	if c != nil {
 		go c.close()
 	}
-	c = &backendConn{name: name, url: url}
+	c = &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg)}
+	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	p.conns[name] = c
 	return c
 }
 
-// prune closes the connections of backends not in keep.
-func (p *pool) prune(keep func(name, url string) bool) {
+// serves reports whether c is the connection of a backend configured as
+// cfg.
+func (c *backendConn) serves(cfg events.BackendConfig) bool {
+	return c.url == cfg.URL && c.sse == isSSE(cfg)
+}
+
+// prune closes the connections of backends not in cfgs, or configured
+// otherwise there.
+func (p *pool) prune(cfgs map[string]events.BackendConfig) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name, c := range p.conns {
-		if !keep(name, c.url) {
+		if cfg, ok := cfgs[name]; !ok || !c.serves(cfg) {
 			delete(p.conns, name)
 			go c.close()
 		}
 	}
 }
 
-// closeAll closes every pooled session.
+// closeAll closes every pooled session and waits for their watchers.
+// Stopping ctx first ends every SSE stream at once.
 func (p *pool) closeAll() {
 	p.bgMu.Lock()
 	p.stop()
@@ -147,6 +173,7 @@ func (p *pool) closeAll() {
 	for _, c := range conns {
 		c.close()
 	}
+	p.watch.Wait()
 	if ct, ok := p.http.Transport.(*connTransport); ok {
 		ct.Close()
 	} else {
@@ -154,10 +181,14 @@ func (p *pool) closeAll() {
 	}
 }
 
+// close closes the pooled session, and keeps c from pooling another.
+// Cancelling ctx first cuts an SSE connect in progress (it holds mu).
 func (c *backendConn) close() {
+	c.cancel()
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
+	c.closed = true
 	c.mu.Unlock()
 	if cs != nil {
 		_ = cs.Close()
@@ -171,23 +202,44 @@ func (p *pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	if c.cs != nil {
 		return c.cs, nil
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.sdk, MaxRetries: 2,
-		// The edge learns of catalog changes from the event log, not from
-		// backends, so it needs no standalone stream.
-		DisableStandaloneSSE: true}
-	cs, err := p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		return nil, fmt.Errorf("connect backend %q: %w", c.name, err) // no URL: it may carry credentials
+	if c.closed {
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
 	}
-	c.cs = cs
+	var cs *mcp.ClientSession
+	end := func() {}
+	var err error
+	if c.sse {
+		cs, end, err = p.connectSSE(ctx, c)
+	} else {
+		t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: p.sdk, MaxRetries: 2,
+			// The edge learns of catalog changes from the event log, not
+			// from backends, so it needs no standalone stream.
+			DisableStandaloneSSE: true}
+		cs, err = p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocol})
+	}
+	if err != nil {
+		// No URL in the text: it may carry credentials.
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, err)
+	}
 	// A session the go-sdk closes on its own (a broken stream, a response
 	// it could not decode) is forgotten at once, so that the next call
-	// reconnects instead of failing on a closing session. The goroutine
-	// ends with the session (closeAll closes every session).
-	go func() {
+	// reconnects instead of failing on a closing session. The watcher
+	// ends with the session; closeAll closes every session and waits for
+	// the watchers. None is started once closeAll began.
+	p.bgMu.Lock()
+	if p.ctx.Err() != nil {
+		p.bgMu.Unlock()
+		_ = cs.Close()
+		end()
+		return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
+	}
+	c.cs = cs
+	p.watch.Go(func() {
 		_ = cs.Wait()
 		c.forget(cs)
-	}()
+		end() // an SSE session's stream context
+	})
+	p.bgMu.Unlock()
 	return cs, nil
 }
 
@@ -210,18 +262,29 @@ func (c *backendConn) drop(cs *mcp.ClientSession) {
 	_ = cs.Close()
 }
 
-// do runs op on the backend's pooled session under the per-call timeout.
+// do runs op on the pooled streamable HTTP session of backend at url
+// (doOn).
+func do[T any](ctx context.Context, p *pool, backend, url, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+	return doOn(ctx, p, backend, events.BackendConfig{URL: url}, method, op)
+}
+
+// doOn runs op on the backend's pooled session under the per-call timeout.
 // When the backend no longer knows the session (it restarted) or the
 // request could not be delivered, it was not processed, so op is retried
 // once on a fresh session; a broken
 // connection drops the session so that the next call reconnects, but the
-// call is not repeated (it may have reached the backend).
-func do[T any](ctx context.Context, p *pool, backend, url, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+// call is not repeated (it may have reached the backend). On an SSE
+// session, whose errors do not tell, markWrites finds out whether the
+// request was sent.
+func doOn[T any](ctx context.Context, p *pool, backend string, cfg events.BackendConfig, method string, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
 	var zero T
 	ctx, cancel := detach(ctx, p.timeout)
 	defer cancel()
 	start := time.Now()
-	c := p.conn(backend, url)
+	c := p.conn(backend, cfg)
+	if c.sse {
+		op = markWrites(op)
+	}
 	var res T
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {

@@ -79,9 +79,10 @@ func (e *Edge) resync(st *events.State) bool {
 	next := buildServed(st.Generation, g, e.opts.Separator, prev)
 	_, cfgs := groupSources(g)
 	e.backends.Store(&cfgs)
-	// Pooled sessions of backends that left or are not advertisable are
-	// closed: a backend coming back is reconnected on its next call.
-	e.pool.prune(func(name, url string) bool { cfg, ok := cfgs[name]; return ok && cfg.URL == url })
+	// Pooled sessions of backends that left, are not advertisable or
+	// changed URL or transport are closed: a backend coming back is
+	// reconnected on its next call.
+	e.pool.prune(cfgs)
 	for _, d := range next.dropped {
 		e.log.Error().Str("definition", d).Msg("definition refused by the go-sdk; not served")
 	}

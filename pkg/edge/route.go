@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // ErrUnavailable is wrapped by the errors of prompts and resources the
@@ -22,10 +24,11 @@ func (e *Edge) unavailable(name string) *mcp.CallToolResult {
 			name, e.opts.Group)}}}
 }
 
-// backendURL returns the URL of an advertisable backend.
-func (e *Edge) backendURL(name string) (string, bool) {
+// backendConfig returns the configuration (URL and transport) of an
+// advertisable backend.
+func (e *Edge) backendConfig(name string) (events.BackendConfig, bool) {
 	cfg, ok := (*e.backends.Load())[name]
-	return cfg.URL, ok
+	return cfg, ok
 }
 
 // callTool routes a tools/call to the owning backend under the tool's
@@ -45,12 +48,12 @@ func (e *Edge) forwardTool(ctx context.Context, name string, args json.RawMessag
 		noteCallError(ctx, fmt.Errorf("tool %q: %w", name, ErrUnavailable))
 		return toolReply{res: e.unavailable(name)}
 	}
-	url, ok := e.backendURL(entry.Backend)
+	cfg, ok := e.backendConfig(entry.Backend)
 	if !ok {
 		noteCallError(ctx, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable))
 		return toolReply{res: e.unavailable(name)}
 	}
-	r, err := e.pool.callTool(ctx, entry.Backend, url, entry.Original, args)
+	r, err := e.pool.callBackendTool(ctx, entry.Backend, cfg, entry.Original, args)
 	if err != nil {
 		// err is a *BackendError: its text names the backend and the kind
 		// of failure only (never the backend's URL or error body).
@@ -68,13 +71,13 @@ func (e *Edge) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	defer e.inflight.Add(-1)
 	name := req.Params.Name
 	entry, ok := e.current().view.Prompt(name)
-	url, ok2 := e.backendURL(entry.Backend)
+	cfg, ok2 := e.backendConfig(entry.Backend)
 	if !ok || !ok2 {
 		e.m.unknownCalls.Inc()
 		return nil, fmt.Errorf("prompt %q: %w", name, ErrUnavailable)
 	}
 	params := &mcp.GetPromptParams{Name: entry.Original, Arguments: req.Params.Arguments}
-	return do(ctx, e.pool, entry.Backend, url, "prompts/get", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+	return doOn(ctx, e.pool, entry.Backend, cfg, "prompts/get", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 		return cs.GetPrompt(ctx, params)
 	})
 }
@@ -85,12 +88,12 @@ func (e *Edge) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (
 	defer e.inflight.Add(-1)
 	uri := req.Params.URI
 	entry, ok := e.current().view.Resource(uri)
-	url, ok2 := e.backendURL(entry.Backend)
+	cfg, ok2 := e.backendConfig(entry.Backend)
 	if !ok || !ok2 {
 		e.m.unknownCalls.Inc()
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	return do(ctx, e.pool, entry.Backend, url, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+	return doOn(ctx, e.pool, entry.Backend, cfg, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	})
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
-	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // served is one generation of what the edge serves: a catalog View and the
