@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fastjson"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // fastCall answers a plain tools/call POST of an initialized session
@@ -218,6 +220,9 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 	}
 	// fastjson's parser takes some invalid JSON (NaN, 007, raw control
 	// characters); its validator does not.
+	if mcpwire.Check(data, mcpwire.MaxDepth) != nil {
+		return m, false
+	}
 	if fastjson.ValidateBytes(data) != nil {
 		return m, false
 	}

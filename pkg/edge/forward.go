@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fastjson"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // A tools/call is forwarded to its backend as raw JSON-RPC over HTTP on
@@ -312,6 +314,9 @@ var errNoResponse = errors.New("response: no JSON-RPC response to the request")
 // findResponse returns the response to id among the messages of data
 // (one message or a batch).
 func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id string) (*wireMessage, error) {
+	if err := mcpwire.Check(data, mcpwire.MaxDepth); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
 	if err := fastjson.ValidateBytes(data); err != nil {
 		return nil, fmt.Errorf("decode response: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fastjson"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // A 2026-07-28 client hears of list changes on a subscriptions/listen
@@ -78,6 +80,9 @@ func parseListen(body []byte, version string) (listenRequest, bool) {
 // takes for version. check sees the id and params (valid only during the
 // call) and judges the rest.
 func parseNewRequest(body []byte, method, version string, check func(id json.RawMessage, params *fastjson.Value) bool) bool {
+	if mcpwire.Check(body, mcpwire.MaxDepth) != nil {
+		return false
+	}
 	if fastjson.ValidateBytes(body) != nil {
 		return false
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fastjson"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // A backend's tools/call result reaches the client as it came when it has
@@ -39,6 +41,9 @@ func (r *toolReply) decoded() *mcp.CallToolResult {
 // object of content (text items with at most _meta), structuredContent,
 // isError and _meta. Anything else is decoded (and so validated) at once.
 func plainToolResult(raw json.RawMessage) bool {
+	if mcpwire.Check(raw, mcpwire.MaxDepth) != nil {
+		return false
+	}
 	if fastjson.ValidateBytes(raw) != nil {
 		return false
 	}
