@@ -62,6 +62,8 @@ func eventSeeds(t testing.TB) [][]byte {
 		Kind: &eventspb.Event_CatalogChanged{CatalogChanged: &eventspb.CatalogChanged{Tools: []byte(`[{"name":`)}}}
 	deep := &eventspb.Event{SchemaVersion: SchemaVersion, Group: "g", Backend: "b",
 		Kind: &eventspb.Event_CatalogChanged{CatalogChanged: &eventspb.CatalogChanged{Tools: []byte("[" + strings.Repeat("[", 20000))}}}
+	farTime := NewHealthChanged(at, "g", "b", "unknown", "healthy", true, "")
+	farTime.Time = &timestamppb.Timestamp{Seconds: 1 << 40}
 	return [][]byte{
 		encodedAt(t, 2, NewBackendAdded(at, "g", "c", BackendConfig{URL: "http://c/", Transport: "sse"})),
 		encodedAt(t, 2, NewBackendAdded(at, "g", "b", BackendConfig{})),
@@ -74,6 +76,7 @@ func eventSeeds(t testing.TB) [][]byte {
 		encodedAt(t, 2, badZstd),
 		encodedAt(t, 2, notJSON),
 		encodedAt(t, 2, deep),
+		encodedAt(t, 2, farTime),
 		encodedAt(t, 3, NewBackendRemoved(at, "g", "b", BackendConfig{})), // the wrong generation
 		encodedAt(t, 2, &eventspb.Event{SchemaVersion: SchemaVersion, Group: "g", Backend: "b"}),
 		encodedAt(t, 2, &eventspb.Event{SchemaVersion: 2, Group: "g", Backend: "b", Kind: &eventspb.Event_BackendRemoved{}}),
