@@ -263,7 +263,7 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 	case "notifications/cancelled":
 		var reqID *fastjson.Value
 		params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-			if string(k) == "requestId" && reqID == nil {
+			if string(k) == "requestId" { // the last, as encoding/json reads it
 				reqID = v
 			}
 		})
@@ -291,7 +291,9 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 		if !ok || !validID(m.id) || name == nil || name.Type() != fastjson.TypeString {
 			return m, false
 		}
-		if m.name = string(name.GetStringBytes()); m.name == "" {
+		// A name of other bytes (fastjson keeps invalid UTF-8 and lone
+		// surrogates that encoding/json replaces) is the go-sdk's.
+		if m.name = string(name.GetStringBytes()); m.name == "" || !plainName(m.name) {
 			return m, false
 		}
 		if args != nil {

@@ -135,8 +135,11 @@ func FuzzParseFastMessage(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"x","arguments":{"n":1.50,"s":"\u00e9\ud83d\ude00","a":[null,true]}}}`,
 		`{"method":"tools/call","params":{"arguments":{},"name":"n\"q"},"id":-42,"jsonrpc":"2.0"}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"gone"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r","requestId":"s"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"a"}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud800"}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]`,
 	} {
 		f.Add([]byte(s))
@@ -233,6 +236,7 @@ func FuzzParseStatelessCall(f *testing.F) {
 		call(`"x"`, `,"name":"a","arguments":{"n":1e2,"s":"\u00e9"}`),
 		call("2", `,"arguments":{},"name":"\u0061"`),
 		call("3", `,"name":"a","name":"b"`),
+		call("4", ",\"name\":\"\xff\""),
 		call("5", `,"name":"a","arguments":null`),
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`,
 	} {
