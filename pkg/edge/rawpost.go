@@ -132,7 +132,9 @@ func parseResponseHead(buf []byte) (resp *http.Response, n int, ok bool) {
 	}
 	line, rest, _ := bytes.Cut(buf[:end+2], []byte("\r\n"))
 	status, found := bytes.CutPrefix(line, []byte("HTTP/1.1 "))
-	if !found || len(status) < 3 || len(status) > 3 && status[3] != ' ' {
+	// A control character in the line (a bare LF ends it for ReadResponse)
+	// leaves it to ReadResponse.
+	if !found || len(status) < 3 || len(status) > 3 && status[3] != ' ' || !headerValue(status) {
 		return nil, 0, false
 	}
 	code := 0
