@@ -596,6 +596,7 @@ func FuzzReadPostResponse(f *testing.F) {
 		"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\n{}",
 		"HTTP/1.1 999 X\r\ntransfer-encoding: Chunked\r\n\r\n0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\ngarbage\r\n\r\n",
 		"HTTP/1.1 100 Continue\r\n\r\n" + sse,
 	} {
 		f.Add([]byte(s + "NEXT"))
