@@ -31,6 +31,9 @@
 // tool names, no duplicates) that an optimizer-mode edge always offers. They
 // are not checked against any catalog here.
 //
+// A config is at most MaxSize bytes (1 MiB); a larger one is refused
+// before it is parsed.
+//
 // # Errors
 //
 // The document is walked as a yaml.Node tree, so Parse stops at the first

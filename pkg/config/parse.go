@@ -28,6 +28,9 @@ func Load(path string) (*Fleet, error) {
 // *FieldError, so that the caller can print one clear line.
 func Parse(name string, data []byte) (*Fleet, error) {
 	d := &decoder{file: name}
+	if len(data) > MaxSize {
+		return nil, d.errorf(0, "", "config is %d bytes, limit %d", len(data), MaxSize)
+	}
 	root, err := d.document(data)
 	if err != nil {
 		return nil, err
@@ -83,24 +86,38 @@ func (d *decoder) syntaxError(data []byte, err error) error {
 	return &FieldError{File: d.file, Line: line, Msg: "yaml syntax: " + m[2], Err: err}
 }
 
-// maxProblemScan bounds the documents problemLine rescans.
-const maxProblemScan = 2000
+// MaxSize is the largest fleet config Parse takes, in bytes: thousands of
+// backends fit in it, and parsing it stays well under a second.
+const MaxSize = 1 << 20
+
+// maxProblemScan bounds the documents problemLine rescans, and
+// maxProblemBytes the bytes of them it parses in all (each rescan parses
+// a prefix of the document again: without this bound a file of 2,000
+// lines took seconds per 40 KB).
+const (
+	maxProblemScan  = 2000
+	maxProblemBytes = 4 << 20
+)
 
 // problemLine finds the line a YAML syntax error is really at. The parser
 // reports the line where the enclosing block began (for a mis-indented key,
 // the line of its parent mapping); the problem is at the first line whose
 // prefix of the document fails with the same message. It returns 0 when no
-// such line exists at or after reported (then the reported line stands).
+// such line exists at or after reported, or when finding it would parse
+// more than maxProblemBytes (then the reported line stands).
 func problemLine(data []byte, reported int, problem string) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if len(lines) > maxProblemScan || reported < 1 {
 		return 0
 	}
-	end := 0
+	end, scanned := 0, 0
 	for i, l := range lines {
 		end += len(l)
 		if i+1 < reported {
 			continue
+		}
+		if scanned += end; scanned > maxProblemBytes {
+			return 0
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data[:end]))
 		for {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -37,4 +39,35 @@ func BenchmarkFastCallParse(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHostileFastParse is what 2 KB of invalid JSON nested 1,000 deep
+// costs the fast paths' validation: fastJSON (the depth check, then
+// encoding/json's linear validator) against fastjson's validator, which
+// the fast paths used before and whose error texts grow with the square
+// of the depth.
+func BenchmarkHostileFastParse(b *testing.B) {
+	data := []byte(strings.Repeat("[", 1000) + "x" + strings.Repeat("]", 1000))
+	at := []byte(strings.Repeat("[", fastValidateDepth) + "x" + strings.Repeat("]", fastValidateDepth))
+	b.Run("fastJSON", func(b *testing.B) {
+		for b.Loop() {
+			if fastJSON(data) {
+				b.Fatal("taken")
+			}
+		}
+	})
+	b.Run("fastJSON/at-fastjson-depth", func(b *testing.B) {
+		for b.Loop() {
+			if fastJSON(at) {
+				b.Fatal("taken")
+			}
+		}
+	})
+	b.Run("fastjson.ValidateBytes", func(b *testing.B) {
+		for b.Loop() {
+			if fastjson.ValidateBytes(data) == nil {
+				b.Fatal("taken")
+			}
+		}
+	})
 }

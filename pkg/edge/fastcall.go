@@ -222,7 +222,7 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 	}
 	// fastjson's parser takes some invalid JSON (NaN, 007, raw control
 	// characters); its validator does not.
-	if fastjson.ValidateBytes(data) != nil {
+	if !fastJSON(data) { // bounded, linear, and what encoding/json takes
 		return m, false
 	}
 	p := fastParsers.Get()
@@ -262,7 +262,7 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 	case "notifications/cancelled":
 		var reqID *fastjson.Value
 		params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-			if string(k) == "requestId" && reqID == nil {
+			if string(k) == "requestId" { // the last, as encoding/json reads it
 				reqID = v
 			}
 		})
@@ -290,7 +290,9 @@ func parseFastMessage(data []byte) (fastMessage, bool) {
 		if !ok || !validID(m.id) || name == nil || name.Type() != fastjson.TypeString {
 			return m, false
 		}
-		if m.name = string(name.GetStringBytes()); m.name == "" {
+		// A name of other bytes (fastjson keeps invalid UTF-8 and lone
+		// surrogates that encoding/json replaces) is the go-sdk's.
+		if m.name = string(name.GetStringBytes()); m.name == "" || !plainName(m.name) {
 			return m, false
 		}
 		if args != nil {

@@ -297,13 +297,19 @@ var errNoResponse = errors.New("response: no JSON-RPC response to the request")
 // findResponse returns the response to id among the messages of data
 // (one message or a batch).
 func (p *pool) findResponse(ctx context.Context, data []byte, url, sid, id string) (*wireMessage, error) {
-	// fastjson's validator recurses without a depth limit: the depth is
-	// checked first, in one pass without recursion.
-	if err := mcpwire.Check(data, mcpwire.MaxDepth); err != nil {
-		return nil, fmt.Errorf("decode response: %w", err)
+	// The depth is checked first, in one pass without recursion: a
+	// response deeper than fastjson parses is read with encoding/json.
+	if err := mcpwire.Check(data, fastjson.MaxDepth); err != nil {
+		if !errors.Is(err, mcpwire.ErrTooDeep) {
+			return nil, fmt.Errorf("decode response: %w", err)
+		}
+		if err := mcpwire.Check(data, mcpwire.MaxDepth); err != nil {
+			return nil, fmt.Errorf("decode response: %w", err)
+		}
+		return p.findDeepResponse(ctx, data, url, sid, id)
 	}
-	if err := fastjson.ValidateBytes(data); err != nil {
-		return nil, fmt.Errorf("decode response: %w", err)
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("decode response: %w", errBadResponse)
 	}
 	fp := fastParsers.Get()
 	defer fastParsers.Put(fp)

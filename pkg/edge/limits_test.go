@@ -1,11 +1,15 @@
 package edge
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
@@ -113,5 +117,43 @@ func TestIdleSessionEnds(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(e.m.idleEnded); n != 1 {
 		t.Fatalf("%v idle sessions counted, want 1", n)
+	}
+}
+
+// A backend result nested deeper than fastjson parses (300) but within the
+// one depth limit (1000) reaches the client whole on the raw call path;
+// one deeper than the limit is refused naming the backend.
+func TestDeepBackendResult(t *testing.T) {
+	f := newFleet(t)
+	b := startBackend(t, "alpha", nil)
+	nested := func(n int) json.RawMessage {
+		return json.RawMessage(strings.Repeat("[", n) + "1" + strings.Repeat("]", n))
+	}
+	b.AddToolFunc(&mcp.Tool{Name: "nest", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ N int }
+			_ = json.Unmarshal(r.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deep"}},
+				StructuredContent: map[string]any{"v": nested(args.N)}}, nil
+		})
+	f.healthyBackend("default", b)
+	e := startEdge(t, f, nil)
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_nest"); return ok })
+	sid := rawInitialize(t, e.MCPURL(), "")
+	fastReady(t, e, sid)
+	call := func(n int) map[string]any {
+		_, _, msg := rawPost(t, e.MCPURL(), sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha_nest","arguments":{"n":%d}}}`, n, n))
+		res, _ := msg["result"].(map[string]any)
+		return res
+	}
+	res := call(500)
+	sc, _ := res["structuredContent"].(map[string]any)
+	got, _ := json.Marshal(sc["v"])
+	if res["isError"] == true || string(got) != string(nested(500)) {
+		t.Fatalf("500 deep: %.300v", res)
+	}
+	res = call(1200)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), `backend "alpha"`) || !strings.Contains(fmt.Sprint(res["content"]), BackendTooDeep) {
+		t.Fatalf("1200 deep: %.300v", res)
 	}
 }

@@ -132,7 +132,9 @@ func parseResponseHead(buf []byte) (resp *http.Response, n int, ok bool) {
 	}
 	line, rest, _ := bytes.Cut(buf[:end+2], []byte("\r\n"))
 	status, found := bytes.CutPrefix(line, []byte("HTTP/1.1 "))
-	if !found || len(status) < 3 || len(status) > 3 && status[3] != ' ' {
+	// A control character in the line (a bare LF ends it for ReadResponse)
+	// leaves it to ReadResponse.
+	if !found || len(status) < 3 || len(status) > 3 && status[3] != ' ' || !headerValue(status) {
 		return nil, 0, false
 	}
 	code := 0
@@ -218,8 +220,17 @@ func (b *chunkedBody) readTrailer() error {
 			}
 			return fmt.Errorf("chunked body trailer: %w", err)
 		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+		// Refused as http.ReadResponse refuses it: a line not ended by
+		// CRLF, or not a header.
+		line, crlf := bytes.CutSuffix(line, []byte("\r\n"))
+		if !crlf {
+			return fmt.Errorf("chunked body trailer: a line not ended by CRLF")
+		}
+		if len(line) == 0 {
 			return io.EOF
+		}
+		if name, value, found := bytes.Cut(line, []byte(":")); !found || !headerToken(name) || !headerValue(bytes.Trim(value, " \t")) {
+			return fmt.Errorf("chunked body trailer: malformed line %q", line)
 		}
 	}
 	return fmt.Errorf("chunked body trailer: more than %d lines", maxTrailerLines)

@@ -125,5 +125,5 @@ func parseStatelessCall(body []byte) (fastMessage, bool) {
 		return ok
 	})
 	m.method = "tools/call"
-	return m, ok && m.name != ""
+	return m, ok && m.name != "" && plainName(m.name) // another name is the go-sdk's, as in parseFastMessage
 }

@@ -39,7 +39,7 @@ func (r *toolReply) decoded() *mcp.CallToolResult {
 // object of content (text items with at most _meta), structuredContent,
 // isError and _meta. Anything else is decoded (and so validated) at once.
 func plainToolResult(raw json.RawMessage) bool {
-	if fastjson.ValidateBytes(raw) != nil {
+	if !fastJSON(raw) { // bounded, linear, and what encoding/json takes
 		return false
 	}
 	p := fastParsers.Get()

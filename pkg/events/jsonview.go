@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/fleetgate/fleetgate/proto/eventspb"
@@ -21,7 +22,8 @@ type EventJSON struct {
 	Config        *BackendConfig    `json:"config,omitempty"`
 	Health        *HealthChangeJSON `json:"health,omitempty"`
 	Catalog       *CatalogJSON      `json:"catalog,omitempty"`
-	// Error is set for an event that could not be decoded.
+	// Error is set for an event that could not be decoded, or whose time
+	// is outside the years JSON writes (0-9999; Time is then zero).
 	Error string `json:"error,omitempty"`
 }
 
@@ -47,6 +49,9 @@ func ToJSON(ev *eventspb.Event) EventJSON {
 	out := EventJSON{
 		Generation: ev.GetGeneration(), Time: ev.GetTime().AsTime().UTC(), ControllerID: ev.GetControllerId(),
 		SchemaVersion: ev.GetSchemaVersion(), Group: ev.GetGroup(), Backend: ev.GetBackend(), Kind: Kind(ev),
+	}
+	if y := out.Time.Year(); y < 0 || y > 9999 { // not writable as JSON: the whole page would fail
+		out.Time, out.Error = time.Time{}, fmt.Sprintf("time: %d seconds is out of range", ev.GetTime().GetSeconds())
 	}
 	switch k := ev.Kind.(type) {
 	case *eventspb.Event_BackendAdded:
