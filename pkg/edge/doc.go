@@ -225,9 +225,10 @@
 // mcp.Tool has no field for members it does not know (e.g. "execution"),
 // so clients do not receive them, although the controller's digest covers
 // "execution" (the convergence evidence digests what clients receive).
-// Options.SessionTimeout is 0 (never) by default: without Records, a
-// session whose client vanished without DELETE stays until the edge stops;
-// with Records, it ends when its record expires. A request arriving at the
+// A session whose client vanished without DELETE ends after
+// Options.SessionIdleTimeout (default 30m) without a request, with or
+// without Records (see the README's Limits and package admission for the
+// admission gate every request passes first). A request arriving at the
 // old edge in the instant between a move and that edge's watch seeing it
 // is still served there.
 package edge
