@@ -106,13 +106,14 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // drain reads and drops what is left of a body refused as too large, up
-// to the request limit and under the body deadline: a client still
+// to twice the request limit and under the body deadline: a client still
 // writing it then reads the 413 instead of a reset connection. What is
-// left after that is cut with the connection.
+// left after that is cut with the connection (bandwidth, not memory: the
+// bytes are discarded as they come).
 func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
-	_, _ = io.CopyN(io.Discard, rest, e.adm.gate.Options().MaxBodyBytes)
+	_, _ = io.CopyN(io.Discard, rest, 2*e.adm.gate.Options().MaxBodyBytes)
 	_ = rc.SetReadDeadline(time.Time{})
 }
 
