@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -187,6 +188,10 @@ func TestHostile(t *testing.T) {
 
 	t.Run("idle keep-alive connections", func(t *testing.T) {
 		const n = 10000
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < n+2000 {
+			t.Skipf("open-file limit %d: %d connections need at least %d", lim.Cur, n, n+2000)
+		}
 		g0 := e.metric(t, "go_goroutines")
 		addr := strings.TrimSuffix(strings.TrimPrefix(e.mcp, "http://"), "/mcp")
 		conns := make(chan net.Conn, n)
