@@ -39,6 +39,13 @@ func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
 	args := append([]string{"--nats-url", natsURL, "--listen", listen, "--admin-listen", admin, "--id", "bench-edge",
 		"--log-format", "json"}, extra...)
 	startProc(t, "edge", exec.Command(binary(t, "edge"), args...))
+	waitEdgeReady(t, admin)
+	return "http://" + listen + "/mcp"
+}
+
+// waitEdgeReady waits for an edge process's /readyz at admin.
+func waitEdgeReady(t testing.TB, admin string) {
+	t.Helper()
 	eventually(t, 30*time.Second, "edge ready", func() bool {
 		resp, err := http.Get("http://" + admin + "/readyz")
 		if err != nil {
@@ -47,7 +54,6 @@ func startEdgeProc(t testing.TB, natsURL string, extra ...string) string {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return "http://" + listen + "/mcp"
 }
 
 // BenchmarkToolCallEdgeProcess is the tool-call overhead with the edge as

@@ -31,14 +31,7 @@ func startHostileEdge(t testing.TB, natsURL string, extra ...string) *edgeProc {
 	args := append([]string{"--nats-url", natsURL, "--listen", listen, "--admin-listen", admin, "--id", "hostile-edge",
 		"--log-format", "json", "--call-timeout", "3s"}, extra...)
 	startProc(t, "edge", exec.Command(binary(t, "edge"), args...))
-	eventually(t, 30*time.Second, "edge ready", func() bool {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitEdgeReady(t, admin)
 	return &edgeProc{mcp: "http://" + listen + "/mcp", admin: "http://" + admin}
 }
 
