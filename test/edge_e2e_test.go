@@ -17,18 +17,37 @@ import (
 // startEdge runs an in-process edge against the fleet's event log.
 func startEdge(t testing.TB, natsURL string) *edge.Edge {
 	t.Helper()
+	return startEdgeOn(t, natsURL, nil, edge.Options{Coalesce: 100 * time.Millisecond})
+}
+
+// startEdgeOn runs an in-process edge on the event log the NATS at
+// natsURL holds under logOpts (nil: the default log), with opts on top of
+// loopback listeners and a 10 s call timeout, until the test ends.
+func startEdgeOn(t testing.TB, natsURL string, logOpts *events.LogOptions, opts edge.Options) *edge.Edge {
+	t.Helper()
 	js := jsConnect(t, natsURL)
 	actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	lg, err := events.AttachLog(actx, js, nil)
+	lg, err := events.AttachLog(actx, js, logOpts)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := edge.New(lg, &edge.Options{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", CallTimeout: 10 * time.Second,
-		Coalesce: 100 * time.Millisecond})
+	opts.Listen, opts.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 10 * time.Second
+	}
+	e, err := edge.New(lg, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	runEdge(t, e, 30*time.Second)
+	return e
+}
+
+// runEdge runs e until the test ends and waits (up to ready) until it
+// has caught up with its log.
+func runEdge(t testing.TB, e *edge.Edge, ready time.Duration) {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -38,8 +57,7 @@ func startEdge(t testing.TB, natsURL string) *edge.Edge {
 			t.Errorf("edge: %v", err)
 		}
 	})
-	eventually(t, 30*time.Second, "edge ready", e.Ready)
-	return e
+	eventually(t, ready, "edge ready", e.Ready)
 }
 
 // mcpClient is a go-sdk client session that counts list_changed.

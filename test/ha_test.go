@@ -65,9 +65,15 @@ type proc struct {
 
 func startControllerProc(t testing.TB, natsURL, id, configPath string) *proc {
 	t.Helper()
+	return startControllerProcTTL(t, natsURL, id, configPath, time.Second)
+}
+
+// startControllerProcTTL is startControllerProc with the lease TTL ttl.
+func startControllerProcTTL(t testing.TB, natsURL, id, configPath string, ttl time.Duration) *proc {
+	t.Helper()
 	admin := freeAddr(t)
 	cmd := exec.Command(binary(t, "controller"), "--config", configPath, "--nats-url", natsURL,
-		"--id", id, "--admin-listen", admin, "--data-dir", t.TempDir(), "--lease-ttl", "1s", "--log-format", "json")
+		"--id", id, "--admin-listen", admin, "--data-dir", t.TempDir(), "--lease-ttl", ttl.String(), "--log-format", "json")
 	logf, _ := os.Create(filepath.Join(t.TempDir(), id+".log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -171,6 +177,48 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatalf("the re-advertise event came from %q", ev.ControllerId)
 	}
 	// One sequence: generations contiguous, none reused.
+	for k, ev := range el.all() {
+		if ev.Generation != uint64(k+1) {
+			t.Fatalf("event %d has generation %d", k, ev.Generation)
+		}
+	}
+}
+
+// A controller killed outright and restarted with the same --id finds its
+// own lease and leads again at once, well before the lease would expire;
+// a standby of another id does not lead meanwhile, and the restarted
+// controller continues the one generation sequence.
+func TestControllerRestartResumesOwnLease(t *testing.T) {
+	node := startNATS(t)
+	alpha := startBackend(t, "alpha", nil)
+	cfg := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(cfg, []byte(fleetYAML(200*time.Millisecond, 100*time.Millisecond, alpha)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 10 * time.Second
+	a := startControllerProcTTL(t, node.ClientURL(), "ctl-a", cfg, ttl)
+	el := followLog(t, node.ClientURL())
+	eventually(t, 30*time.Second, "ctl-a leads", a.leading)
+	b := startControllerProcTTL(t, node.ClientURL(), "ctl-b", cfg, ttl)
+	i, _, _ := el.waitEvent(t, 0, 20*time.Second, "alpha advertised", healthOf("alpha", true))
+	eventually(t, 20*time.Second, "ctl-b serves its admin API", func() bool { _, err := http.Get(b.admin + "/healthz"); return err == nil })
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.cmd.Wait()
+	restarted := time.Now()
+	a2 := startControllerProcTTL(t, node.ClientURL(), "ctl-a", cfg, ttl)
+	eventually(t, ttl/2, "ctl-a leads again", a2.leading)
+	took := time.Since(restarted)
+	t.Logf("restarted ctl-a led again %s after its start (lease TTL %s)", took, ttl)
+	if b.leading() {
+		t.Fatal("ctl-b leads while the restarted ctl-a does")
+	}
+	alpha.Stop()
+	_, ev, _ := el.waitEvent(t, i+1, 20*time.Second, "alpha unadvertised", healthOf("alpha", false))
+	if ev.ControllerId != "ctl-a" {
+		t.Fatalf("the unadvertise event came from %q", ev.ControllerId)
+	}
 	for k, ev := range el.all() {
 		if ev.Generation != uint64(k+1) {
 			t.Fatalf("event %d has generation %d", k, ev.Generation)

@@ -23,26 +23,12 @@ func TestHostileIdentity(t *testing.T) {
 		code, _, body := rawRequest(t, e.mcp, call, merge(session, user))
 		return code == http.StatusOK && strings.Contains(body, "hi")
 	})
-	listen := []byte(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
-	for _, tc := range []struct {
-		name    string
-		method  string
-		body    []byte
-		headers map[string]string
-	}{
-		{"initialize", "POST", init, nil},
-		{"session POST", "POST", call, session},
-		{"session GET stream", "GET", nil, session},
-		{"session DELETE", "DELETE", nil, session},
-		{"2026-07-28 tools/call", "POST", call, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha_echo"}},
-		{"2026-07-28 tools/list", "POST", []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`), map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}},
-		{"2026-07-28 listen", "POST", listen, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}},
-		{"2027-01-01 tools/call", "POST", call, map[string]string{"Mcp-Protocol-Version": "2027-01-01", "Mcp-Method": "tools/call", "Mcp-Name": "alpha_echo"}},
-		{"version 9", "POST", call, map[string]string{"Mcp-Protocol-Version": "9", "Mcp-Method": "tools/call"}},
-		{"version garbage", "POST", call, map[string]string{"Mcp-Protocol-Version": "latest", "Mcp-Session-Id": sid}},
-		{"empty identity", "POST", call, merge(session, map[string]string{"X-User": " "})},
-	} {
+	paths := append(everyPath(sid, call),
+		requestPath{"2027-01-01 tools/call", "POST", call, map[string]string{"Mcp-Protocol-Version": "2027-01-01", "Mcp-Method": "tools/call", "Mcp-Name": "alpha_echo"}},
+		requestPath{"version garbage", "POST", call, map[string]string{"Mcp-Protocol-Version": "latest", "Mcp-Session-Id": sid}},
+		requestPath{"empty identity", "POST", call, merge(session, map[string]string{"X-User": " "})},
+	)
+	for _, tc := range paths {
 		code, body := requestAs(t, tc.method, e.mcp, tc.body, tc.headers)
 		if code != http.StatusUnauthorized {
 			t.Errorf("%s without identity: %d %.200s, want 401", tc.name, code, body)
@@ -94,4 +80,30 @@ func requestAs(t testing.TB, method, mcpURL string, body []byte, headers map[str
 	}
 	resp.Body.Close()
 	return resp.StatusCode, ""
+}
+
+// requestPath is one request path of the edge: a method, body and headers.
+type requestPath struct {
+	name    string
+	method  string
+	body    []byte
+	headers map[string]string
+}
+
+// everyPath is a request of each path and protocol generation of the
+// edge, for session sid, with call as the tools/call body.
+func everyPath(sid string, call []byte) []requestPath {
+	session := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	listen := []byte(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	return []requestPath{
+		{"initialize", "POST", init, nil},
+		{"session POST", "POST", call, session},
+		{"session GET stream", "GET", nil, session},
+		{"session DELETE", "DELETE", nil, session},
+		{"2026-07-28 tools/call", "POST", call, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha_echo"}},
+		{"2026-07-28 tools/list", "POST", []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`), map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}},
+		{"2026-07-28 listen", "POST", listen, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}},
+		{"version 9", "POST", call, map[string]string{"Mcp-Protocol-Version": "9", "Mcp-Method": "tools/call"}},
+	}
 }

@@ -38,7 +38,7 @@ func TestHostile(t *testing.T) {
 		for i, c := range []*mcpClient{live, live2} {
 			res, err := c.call("alpha_echo", map[string]any{"text": "still"})
 			if err != nil || res.IsError || !strings.Contains(text(res), "still") {
-				t.Fatalf("after %s, live session %d: %v %+v", what, i, err, res)
+				t.Fatalf("after %s, live session %d: %v %+v %q", what, i, err, res, text(res))
 			}
 		}
 	}

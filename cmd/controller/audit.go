@@ -14,16 +14,23 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/catalog/fromstate"
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 )
 
 const auditUsage = `usage:
-  controller audit state   --generation G         the fleet state at generation G
+  controller audit state   --generation G         the fleet state at generation G, tool policy and each group's exposed names included
+  controller audit state   --regions a,b [--vector a=12,b=7]  a multi-region fleet's merged state: each regional log
+                           (own and mirrors, in the NATS audited) replayed to its generation in the vector (a region
+                           left out: its head) and merged; prints the vector and the merge's conflicts
   controller audit history --backend NAME [--group G]  the backend's events with generations and times
   controller audit export  --from G1 --to G2      events G1..G2 as JSON lines
-flags common to all: --nats-url URL (a running fleet) or --data-dir DIR (a stopped fleet's controller data dir)`
+flags common to all: --nats-url URL (a running fleet) or --data-dir DIR (a stopped fleet's controller data dir);
+  --nats-nkey-seed FILE (an embedded node's <data-dir>/nats/edge.seed is enough), --nats-creds FILE,
+  --nats-tls-ca, --nats-tls-cert, --nats-tls-key FILE`
 
 // audit runs an audit subcommand and returns the exit status.
 func audit(args []string, stdout, stderr io.Writer) int {
@@ -40,18 +47,43 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	group := fs.String("group", "", "group name (history; default any group)")
 	from := fs.Uint64("from", 1, "first generation (export)")
 	to := fs.Uint64("to", 0, "last generation (export; default the head)")
+	var rt regionTarget
+	rt.flags(fs)
+	var na natsAccess
+	na.accessFlags(fs, natsnode.EdgeInboxPrefix)
 	if err := cmdline.Parse(fs, args[1:], os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "controller audit %s: %v\n%s\n", sub, err, auditUsage)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	log, closeLog, err := openAuditLog(ctx, *natsURL, *dataDir)
+	if err := na.access.Check(); err != nil {
+		fmt.Fprintf(stderr, "controller audit %s: %v\n", sub, err)
+		return 2
+	}
+	if err := rt.check(sub, *gen); err != nil {
+		fmt.Fprintf(stderr, "controller audit %s: %v\n%s\n", sub, err, auditUsage)
+		return 2
+	}
+	js, closeJS, err := openAuditJetStream(*natsURL, *dataDir, na.access)
 	if err != nil {
 		fmt.Fprintf(stderr, "controller audit %s: %v\n", sub, err)
 		return 1
 	}
-	defer closeLog()
+	defer closeJS()
+	if sub == "state" && rt.regions != nil {
+		err = auditRegionState(ctx, js, rt.regions, rt.vector, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "controller audit %s: %v\n", sub, err)
+			return 1
+		}
+		return 0
+	}
+	log, err := attachAuditLog(ctx, js, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "controller audit %s: %v\n", sub, err)
+		return 1
+	}
 	switch sub {
 	case "state":
 		err = auditState(ctx, log, *gen, stdout)
@@ -70,19 +102,28 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func openAuditLog(ctx context.Context, url, dataDir string) (*events.Log, func(), error) {
+// openAuditJetStream connects to the fleet's NATS (url, or an embedded
+// node opened on a stopped controller's dataDir) and returns its
+// JetStream and the func that closes the connection (and the node).
+func openAuditJetStream(url, dataDir string, access natsnode.Access) (jetstream.JetStream, func(), error) {
 	stop := func() {}
 	if url == "" && dataDir != "" {
-		node, err := natsnode.Start(&natsnode.Options{DataDir: filepath.Join(dataDir, "nats"), Listen: "127.0.0.1:0"})
+		node, err := natsnode.Start(&natsnode.Options{DataDir: filepath.Join(dataDir, "nats"), Listen: "127.0.0.1:0", Auth: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("open stopped fleet in %s: %w", dataDir, err)
 		}
 		url, stop = node.ClientURL(), node.Shutdown
+		access = node.ControllerAccess()
 	}
 	if url == "" {
 		url = nats.DefaultURL
 	}
-	nc, err := nats.Connect(url, nats.Name("fleetgate-audit"))
+	opts, err := access.Options()
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	nc, err := nats.Connect(url, append(opts, nats.Name("fleetgate-audit"))...)
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("connect NATS %s: %w", url, err)
@@ -91,17 +132,31 @@ func openAuditLog(ctx context.Context, url, dataDir string) (*events.Log, func()
 	if err != nil {
 		nc.Close()
 		stop()
+		return nil, nil, fmt.Errorf("JetStream on %s: %w", url, err)
+	}
+	return js, func() { nc.Close(); stop() }, nil
+}
+
+// openAuditLog opens the single-region fleet's event log (events tail).
+func openAuditLog(ctx context.Context, url, dataDir string, access natsnode.Access) (*events.Log, func(), error) {
+	js, closeJS, err := openAuditJetStream(url, dataDir, access)
+	if err != nil {
 		return nil, nil, err
 	}
+	log, err := attachAuditLog(ctx, js, nil)
+	if err != nil {
+		closeJS()
+		return nil, nil, err
+	}
+	return log, closeJS, nil
+}
+
+// attachAuditLog attaches the existing log o names (nil: the single-region
+// log), waiting at most 10 s for it to exist.
+func attachAuditLog(ctx context.Context, js jetstream.JetStream, o *events.LogOptions) (*events.Log, error) {
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	log, err := events.AttachLog(actx, js, nil)
-	if err != nil {
-		nc.Close()
-		stop()
-		return nil, nil, err
-	}
-	return log, func() { nc.Close(); stop() }, nil
+	return events.AttachLog(actx, js, o)
 }
 
 func auditState(ctx context.Context, log *events.Log, gen uint64, out io.Writer) error {
@@ -117,8 +172,33 @@ func auditState(ctx context.Context, log *events.Log, gen uint64, out io.Writer)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
 		*events.State
-		Skipped []string `json:"skipped_events,omitempty"`
-	}{s, skipped})
+		Views   map[string]auditView `json:"views"`
+		Skipped []string             `json:"skipped_events,omitempty"`
+	}{s, auditViews(s), skipped})
+}
+
+// auditViews are the views of every group of s.
+func auditViews(s *events.State) map[string]auditView {
+	views := map[string]auditView{}
+	for _, name := range s.GroupNames() {
+		v := fromstate.View(s.Group(name), "", nil)
+		av := auditView{Digest: v.Digest, Tools: []string{}, Collisions: v.Collisions}
+		for _, t := range v.Tools {
+			av.Tools = append(av.Tools, t.Exposed)
+		}
+		views[name] = av
+	}
+	return views
+}
+
+// auditView is what a passthrough edge of a group serves at the audited
+// generation: the registry digest, the exposed tool names and the name
+// collisions (a log without naming events is named with the prefix
+// strategy and the default separator).
+type auditView struct {
+	Digest     string              `json:"digest"`
+	Tools      []string            `json:"tools"`
+	Collisions []catalog.Collision `json:"collisions"`
 }
 
 // Transition is one line of audit history.

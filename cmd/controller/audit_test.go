@@ -19,23 +19,8 @@ import (
 )
 
 func TestAudit(t *testing.T) {
-	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Shutdown()
-	nc, err := nats.Connect(node.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	node, lg, w := auditFleet(t)
 	ctx := context.Background()
-	lg, err := events.OpenLog(ctx, js, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := events.NewWriter(ctx, lg, "ctl")
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	for i, ev := range []func() error{
 		func() error {
@@ -148,4 +133,30 @@ func TestAuditStoppedFleet(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Backend("default", "alpha").Status != "healthy" {
 		t.Fatalf("state: %v %s", err, out.String())
 	}
+}
+
+// auditFleet starts an embedded NATS node (stopped at the test's end) with
+// the event log on it, and a writer of the log.
+func auditFleet(t *testing.T) (*natsnode.Node, *events.Log, *events.Writer) {
+	t.Helper()
+	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	nc, err := nats.Connect(node.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	lg, err := events.OpenLog(context.Background(), js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := events.NewWriter(context.Background(), lg, "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node, lg, w
 }

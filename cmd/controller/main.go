@@ -2,7 +2,9 @@
 // and publishes every change to the event log.
 //
 //	controller --config fleet.yaml [--nats-url nats://...] [--admin-listen 127.0.0.1:8081]
+//	           [--admin-token-file PATH] [--admin-allowed-hosts a,b]
 //	controller audit state --generation G | history --backend NAME | export --from G1 --to G2
+//	controller events tail [--from G]
 //
 // With no --nats-url it embeds a NATS server with JetStream in
 // --data-dir. Every flag can also be set by FLEETGATE_<FLAG>.
@@ -28,22 +30,39 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fleetgate/fleetgate/pkg/adminauth"
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/config"
 	"github.com/fleetgate/fleetgate/pkg/controller"
+	"github.com/fleetgate/fleetgate/pkg/dashboard"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/tracing"
 )
 
 type options struct {
 	configPath, dataDir, natsURL, natsListen, adminListen, id, logFormat string
 	replicas                                                             int
 	leaseTTL                                                             time.Duration
+	// adminToken is the content of --admin-token-file (nil: no token);
+	// adminHosts the entries of --admin-allowed-hosts.
+	adminToken []byte
+	adminHosts []string
+	nats       natsAccess
+	region     regionFlags
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "audit" {
 		os.Exit(audit(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "events" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := eventsCmd(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	o, err := parse(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -77,8 +96,21 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "", "console or json (default console on a terminal, else json)")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the event stream and buckets: 1 on one node, 3 on a cluster (extension)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 6*time.Second, "leader lease TTL; a standby takes over within twice this (extension)")
+	o.nats.flags(fs)
+	o.region.flags(fs)
+	tokenFile := fs.String("admin-token-file", "", "when set, every admin request but /healthz and /readyz needs Authorization: Bearer <the file's content>")
+	allowedHosts := fs.String("admin-allowed-hosts", "", "more Host values the admin API answers (name or name:port, comma-separated); loopback names with the listen port always pass")
 	if err := cmdline.Parse(fs, args, getenv); err != nil {
 		return nil, err
+	}
+	var err error
+	if *tokenFile != "" {
+		if o.adminToken, err = adminauth.ReadTokenFile(*tokenFile); err != nil {
+			return nil, fmt.Errorf("flag -admin-token-file: %w", err)
+		}
+	}
+	if o.adminHosts, err = adminauth.ParseAllowedHosts(*allowedHosts); err != nil {
+		return nil, fmt.Errorf("flag -admin-allowed-hosts: %w", err)
 	}
 	switch {
 	case o.configPath == "":
@@ -90,6 +122,17 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	case o.leaseTTL < 100*time.Millisecond:
 		return nil, fmt.Errorf("invalid value %s for flag -lease-ttl: want at least 100ms", o.leaseTTL)
 	}
+	if err := o.nats.check(); err != nil {
+		return nil, err
+	}
+	if err := o.region.check(); err != nil {
+		return nil, err
+	}
+	if o.natsURL == "" {
+		if err := o.nats.checkStore(); err != nil {
+			return nil, err
+		}
+	}
 	return o, cmdline.CheckLogFormat(o.logFormat)
 }
 
@@ -97,22 +140,48 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 func connectNATS(o *options, zl zerolog.Logger) (*nats.Conn, func(), error) {
 	url := o.natsURL
 	stop := func() {}
+	access := o.nats.access
 	if url == "" {
-		node, err := natsnode.Start(&natsnode.Options{DataDir: filepath.Join(o.dataDir, "nats"), Listen: o.natsListen})
+		nopts := &natsnode.Options{DataDir: filepath.Join(o.dataDir, "nats"), Listen: o.natsListen,
+			Auth: true, MaxStore: int64(o.nats.maxStore)}
+		o.region.node(nopts)
+		node, err := natsnode.Start(nopts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("embedded NATS on %s: %w", o.natsListen, err)
 		}
 		url = node.ClientURL()
 		stop = node.Shutdown
-		zl.Info().Str("url", url).Msg("embedded NATS started")
+		access = node.ControllerAccess()
+		zl.Info().Str("url", url).Str("edge_seed", node.EdgeSeed()).Msg("embedded NATS started; edges authenticate with the edge seed")
+		if node.LeafURL() != "" {
+			zl.Info().Str("leaf_url", node.LeafURL()).Str("leaf_seed", node.LeafSeed()).Msg("embedded NATS accepts leaf connections from other regions presenting the leaf seed")
+		}
 	}
-	nc, err := nats.Connect(url, nats.Name("fleetgate-controller-"+o.id), nats.MaxReconnects(-1),
+	copts, err := connectOptions(access, zl, nats.Name("fleetgate-controller-"+o.id), nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	nc, err := nats.Connect(url, copts...)
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("connect NATS %s: %w", url, err)
 	}
 	return nc, func() { nc.Close(); stop() }, nil
+}
+
+// sessionBucket is the session record bucket the dashboard reads, or nil
+// (the dashboard then shows no sessions) when it cannot be opened.
+func sessionBucket(ctx context.Context, js jetstream.JetStream, zl zerolog.Logger) jetstream.KeyValue {
+	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(kctx, sessionstore.DefaultBucket)
+	if err != nil {
+		zl.Warn().Err(err).Str("bucket", sessionstore.DefaultBucket).Msg("the dashboard shows no sessions: session bucket unreadable")
+		return nil
+	}
+	return kv
 }
 
 func run(o *options, fleet *config.Fleet) error {
@@ -132,15 +201,42 @@ func run(o *options, fleet *config.Fleet) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	log, err := events.OpenLog(lctx, js, &events.LogOptions{Replicas: o.replicas})
+	log, err := events.OpenLog(lctx, js, o.region.logOptions(o.replicas))
+	if err == nil {
+		err = o.nats.provision(lctx, js, o.replicas)
+	}
+	if err == nil {
+		err = o.region.mirror(lctx, js, o.replicas)
+	}
 	cancel()
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	tp, err := tracing.New(ctx, &tracing.Options{ServiceName: "fleetgate-controller"}) // OTEL_* variables; off when none
+	if err != nil {
+		return err
+	}
+	defer func() { // after the errgroup: the spans of the shutdown too
+		if err := tp.Shutdown(context.Background()); err != nil {
+			zl.Warn().Err(err).Msg("tracing shutdown")
+		}
+	}()
 	ctl, err := controller.New(controller.Options{ID: o.id, Fleet: fleet, ConfigPath: o.configPath, JetStream: js, Log: log,
-		OutboxDir: filepath.Join(o.dataDir, "outbox"), Replicas: o.replicas, LeaseTTL: o.leaseTTL, Registerer: reg, Logger: &zl})
+		OutboxDir: filepath.Join(o.dataDir, "outbox"), Replicas: o.replicas, LeaseTTL: o.leaseTTL, Registerer: reg, Logger: &zl,
+		TracerProvider: tp.TracerProvider(), Regions: o.region.regions})
+	if err != nil {
+		return err
+	}
+	var regions func(context.Context) []region.Status // the dashboard's regions panel
+	if o.region.name != "" {
+		regions = func(ctx context.Context) []region.Status {
+			return region.Statuses(ctx, js, o.region.name, o.region.regions)
+		}
+	}
+	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: sessionBucket(ctx, js, zl), Registerer: reg,
+		Regions: regions, OnError: func(err error) { zl.Warn().Err(err).Msg("dashboard") }})
 	if err != nil {
 		return err
 	}
@@ -148,11 +244,14 @@ func run(o *options, fleet *config.Fleet) error {
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", o.adminListen, err)
 	}
-	srv := &http.Server{Handler: ctl.Handler(reg), ReadHeaderTimeout: 5 * time.Second}
-	zl.Info().Str("admin", "http://"+ln.Addr().String()).Msg("controller started")
+	admin := adminauth.Guard(dash.Handler(ctl.Handler(reg)), adminauth.Options{Token: o.adminToken, AllowedHosts: o.adminHosts,
+		ListenAddr: ln.Addr().String(), Open: dashboard.OpenPaths()})
+	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second}
+	zl.Info().Str("admin", "http://"+ln.Addr().String()).Str("dashboard", "http://"+ln.Addr().String()+"/ui/").Msg("controller started")
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ctl.Run(gctx) })
+	g.Go(func() error { return dash.Run(gctx) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("admin server: %w", err)

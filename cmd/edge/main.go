@@ -33,6 +33,8 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/pkg/tracing"
 	"github.com/fleetgate/fleetgate/pkg/verify"
 )
 
@@ -42,6 +44,14 @@ type config struct {
 	pinned                                                              []string
 	sessions                                                            sessionConfig
 	limits                                                              limitConfig
+	access                                                              accessConfig
+	nats                                                                natsAccess
+	// region is --region: the edge follows FLEETGATE_EVENTS_<REGION>;
+	// "" the single-region log.
+	region string
+	// regions is --regions: the edge merges these regions' logs (its own
+	// and the local mirrors of the others'); nil: one log.
+	regions []string
 }
 
 func main() {
@@ -79,14 +89,18 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	fs.StringVar(&c.mode, "mode", "passthrough", "passthrough or optimizer")
 	fs.StringVar(&c.id, "id", "", "edge instance id (default hostname plus a random suffix)")
 	fs.StringVar(&c.logFormat, "log-format", "", "console or json (default console on a terminal, else json)")
-	fs.StringVar(&c.separator, "separator", "_", "exposed tool name separator; must match the controller's aggregation.separator (extension)")
-	fs.DurationVar(&c.coalesce, "coalesce", 250*time.Millisecond, "least time between two resync batches (extension)")
+	fs.StringVar(&c.region, "region", "", "the edge's region: it follows that region's event log (FLEETGATE_EVENTS_<REGION>) in its own region's NATS; empty: a single-region fleet (extension)")
+	fs.StringVar(&c.separator, "separator", "_", "exposed-name separator used only for a group whose naming the event log does not carry yet (a log older than naming_changed events); otherwise the log's aggregation.separator wins (extension)")
+	fs.DurationVar(&c.coalesce, "coalesce", 250*time.Millisecond, "resync coalescing window: the first change after a quiet period is applied at once, later ones within the window together at its end; a withdrawal at once (extension)")
 	fs.DurationVar(&c.callTimeout, "call-timeout", 60*time.Second, "deadline of each call forwarded to a backend (extension)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight calls (extension)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, "close sessions without a request for this long; 0 never (extension)")
 	c.sessions.flags(fs)
 	c.limits.flags(fs)
-	var pinned string
+	c.access.flags(fs)
+	c.nats.flags(fs)
+	var pinned, regions string
+	fs.StringVar(&regions, "regions", "", "comma-separated regions whose event logs the edge merges, for groups that span regions: its own region's log and the local mirrors of the others' (docs/regions.md); exclusive with -region (extension)")
 	fs.StringVar(&pinned, "pinned-tools", "", "comma-separated exposed tool names an optimizer edge always advertises; mirrors the group's pinned_tools in the fleet config (extension)")
 	if err := cmdline.Parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -96,13 +110,23 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 			c.pinned = append(c.pinned, name)
 		}
 	}
+	if regions != "" {
+		var err error
+		if c.regions, err = region.ParseList(regions); err != nil {
+			return nil, fmt.Errorf("flag -regions: %w", err)
+		}
+	}
 	switch {
+	case c.region != "" && c.regions != nil:
+		return nil, errors.New("flags -region and -regions: give one (-regions names the edge's own region too)")
 	case c.mode != edge.ModePassthrough && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -mode: want passthrough or optimizer", c.mode)
 	case cmdline.CheckLogFormat(c.logFormat) != nil:
 		return nil, cmdline.CheckLogFormat(c.logFormat)
 	case len(c.pinned) > 0 && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -pinned-tools: pinned tools need -mode optimizer", pinned)
+	case c.region != "" && region.CheckName(c.region) != nil:
+		return nil, fmt.Errorf("flag -region: %w", region.CheckName(c.region))
 	case c.group == "":
 		return nil, errors.New("invalid value \"\" for flag -group: must not be empty")
 	case c.separator == "" || strings.Trim(c.separator, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != "":
@@ -111,6 +135,10 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 		return nil, c.sessions.check()
 	case c.limits.check() != nil:
 		return nil, c.limits.check()
+	case c.access.check(c.sessions.identityHeader) != nil:
+		return nil, c.access.check(c.sessions.identityHeader)
+	case c.nats.check() != nil:
+		return nil, c.nats.check()
 	case c.coalesce <= 0 || c.callTimeout <= 0 || c.shutdownTimeout <= 0 || c.sessionTimeout < 0:
 		return nil, errors.New("invalid duration: -coalesce, -call-timeout and -shutdown-timeout must be positive, -session-timeout not negative")
 	}
@@ -132,8 +160,12 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
 	log := cmdline.Logger(c.logFormat, os.Stderr)
-	nc, err := nats.Connect(c.natsURL, nats.Name("fleetgate-edge-"+c.id), nats.MaxReconnects(-1),
+	copts, err := c.nats.options(log, nats.Name("fleetgate-edge-"+c.id), nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(c.natsURL, copts...)
 	if err != nil {
 		return fmt.Errorf("connect NATS %s: %w", c.natsURL, err)
 	}
@@ -142,13 +174,15 @@ func run(ctx context.Context, c *config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream on %s: %w", c.natsURL, err)
 	}
-	log.Info().Str("nats", c.natsURL).Msg("waiting for the event log")
-	elog, err := events.AttachLog(ctx, js, nil)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	var elog *events.Log
+	if c.regions == nil {
+		log.Info().Str("nats", c.natsURL).Msg("waiting for the event log")
+		if elog, err = events.AttachLog(ctx, js, region.LogOptions(c.region, 0)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -162,13 +196,29 @@ func run(ctx context.Context, c *config) error {
 		Mode: c.mode, PinnedTools: c.pinned, SessionIdleTimeout: c.sessions.idleTimeout,
 		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg}
 	c.limits.apply(opts)
-	e, err := edge.New(elog, opts)
+	c.access.apply(opts)
+	tp, err := tracing.New(ctx, &tracing.Options{ServiceName: "fleetgate-edge"}) // OTEL_* variables; off when none
+	if err != nil {
+		return err
+	}
+	opts.TracerProvider = tp.TracerProvider()
+	var e *edge.Edge
+	if c.regions != nil {
+		log.Info().Str("nats", c.natsURL).Strs("regions", c.regions).Msg("following the regional event logs")
+		e, err = edge.NewRegional(js, c.regions, opts)
+	} else {
+		e, err = edge.New(elog, opts)
+	}
 	if err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return e.Run(gctx) })
 	err = g.Wait()
+	// The spans of the drain are flushed after it.
+	if serr := tp.Shutdown(context.Background()); serr != nil {
+		log.Warn().Err(serr).Msg("tracing shutdown")
+	}
 	log.Info().Msg("edge stopped")
 	return err
 }

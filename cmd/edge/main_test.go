@@ -44,6 +44,11 @@ func TestParse(t *testing.T) {
 		{[]string{"--separator", "/"}, nil, "-separator"},
 		{[]string{"--log-format", "xml"}, nil, "-log-format"},
 		{[]string{"--listen", "8080"}, nil, "-listen"},
+		{[]string{"--auth-issuer", "http://issuer.example"}, nil, "-auth-issuer"},
+		{[]string{"--auth-issuer", "https://issuer.example", "--auth-jwks-url", "http://keys.example/jwks"}, nil, "-auth-jwks-url"},
+		{[]string{"--auth-issuer", "https://issuer.example", "--identity-header", "X-User"}, nil, "-identity-header"},
+		{[]string{"--auth-scopes", "mcp"}, nil, "-auth-scopes"},
+		{[]string{"--admin-token-file", "/nonexistent/token"}, nil, "-admin-token-file"},
 	} {
 		_, err := parse(tc.args, env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

@@ -34,6 +34,10 @@ type Entry struct {
 	// OwnerHash identifies the session's owner without revealing it (a
 	// hash of the authenticated principal); "" when unauthenticated.
 	OwnerHash string `json:"owner_hash,omitempty"`
+	// Issuer and Subject are the caller's verified token's iss and sub
+	// ("" without bearer auth).
+	Issuer  string `json:"iss,omitempty"`
+	Subject string `json:"sub,omitempty"`
 	// Tool is the exposed tool name the client called, BackendTool the
 	// name the call was routed under and Backend the backend it went to.
 	Tool        string `json:"tool"`

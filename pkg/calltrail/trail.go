@@ -17,7 +17,7 @@ const (
 	DefaultStream           = "FLEETGATE_CALLS"
 	DefaultSubjectPrefix    = "fleetgate.calls"
 	DefaultMaxAge           = 7 * 24 * time.Hour
-	DefaultMaxBytes         = 1 << 30
+	DefaultMaxBytes         = 256 << 20
 	DefaultQueueSize        = 4096
 	DefaultWindow           = 256
 	DefaultAckTimeout       = 5 * time.Second
@@ -108,26 +108,18 @@ type Stats struct {
 	Abandoned uint64 `json:"abandoned"`
 }
 
-// Open creates or updates the stream and returns a Trail publishing to it
-// through js. Call Run to start publishing.
+// Open returns a Trail publishing to the stream through js: the stream the
+// controller provisioned (see Provision), used as it is, or, when there is
+// none and the client may create it, a new one. Call Run to start
+// publishing.
 func Open(ctx context.Context, js jetstream.JetStream, o *Options) (*Trail, error) {
 	opts, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	cfg := jetstream.StreamConfig{
-		Name:        opts.Stream,
-		Description: "fleetgate tool-call audit trail",
-		Subjects:    []string{opts.SubjectPrefix + ".>"},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      opts.MaxAge,
-		MaxBytes:    opts.MaxBytes,
-		Replicas:    opts.Replicas,
-	}
-	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("calltrail: create stream %s (subjects %s.>, replicas %d): %w", opts.Stream, opts.SubjectPrefix, opts.Replicas, err)
+	cfg := streamConfig(opts)
+	if err := attach(ctx, js, cfg); err != nil {
+		return nil, fmt.Errorf("calltrail: open stream %s (subjects %s.>, replicas %d): %w", opts.Stream, opts.SubjectPrefix, opts.Replicas, err)
 	}
 	t := &Trail{o: opts, js: js, log: zerolog.Nop(), queue: make(chan Entry, opts.QueueSize)}
 	if opts.Logger != nil {
@@ -137,6 +129,67 @@ func Open(ctx context.Context, js jetstream.JetStream, o *Options) (*Trail, erro
 		return nil, err
 	}
 	return t, nil
+}
+
+// Provision creates the stream, or updates it to o's limits, with full
+// rights: the controller calls it at start, so that edges, which may only
+// publish entries, find the stream. Only the stream's options of o are
+// used.
+func Provision(ctx context.Context, js jetstream.JetStream, o *Options) error {
+	opts, err := o.withDefaults()
+	if err != nil {
+		return err
+	}
+	cfg := streamConfig(opts)
+	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("calltrail: provision stream %s (max bytes %d): %w", opts.Stream, opts.MaxBytes, err)
+	}
+	return nil
+}
+
+func streamConfig(opts Options) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        opts.Stream,
+		Description: "fleetgate tool-call audit trail",
+		Subjects:    []string{opts.SubjectPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      opts.MaxAge,
+		MaxBytes:    opts.MaxBytes,
+		Replicas:    opts.Replicas,
+		DenyPurge:   true,
+		DenyDelete:  true,
+	}
+}
+
+// attach finds the stream, or creates it when it does not exist. A client
+// that may not create it waits for it until ctx ends.
+func attach(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	for {
+		_, err := js.Stream(ctx, cfg.Name)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, cerr := js.CreateStream(cctx, cfg)
+		cancel()
+		var api *jetstream.APIError
+		switch {
+		case cerr == nil || errors.Is(cerr, jetstream.ErrStreamNameAlreadyInUse):
+			continue
+		case errors.As(cerr, &api):
+			return cerr
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (waiting for the stream; creating it: %v)", ctx.Err(), cerr)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (o *Options) withDefaults() (Options, error) {

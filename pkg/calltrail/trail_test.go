@@ -94,7 +94,7 @@ func TestOpenStreamConfig(t *testing.T) {
 		maxAge          time.Duration
 		maxBytes        int64
 	}{
-		{DefaultStream, "fleetgate.calls.>", 7 * 24 * time.Hour, 1 << 30},
+		{DefaultStream, "fleetgate.calls.>", 7 * 24 * time.Hour, 256 << 20},
 		{"AUDIT", "acme.audit.>", time.Hour, -1},
 	} {
 		st, err := e.js.Stream(t.Context(), tc.stream)
@@ -120,7 +120,7 @@ func TestOpenErrors(t *testing.T) {
 		{"wildcard prefix", &Options{SubjectPrefix: "calls.*"}, ErrOptions, `"calls.*"`},
 		{"empty token", &Options{SubjectPrefix: "calls..x"}, ErrOptions, `"calls..x"`},
 		{"negative replicas", &Options{Replicas: -1}, ErrOptions, "replicas -1"},
-		{"replicas beyond the cluster", &Options{Stream: "R3", SubjectPrefix: "r3", Replicas: 3}, nil, "create stream R3"},
+		{"replicas beyond the cluster", &Options{Stream: "R3", SubjectPrefix: "r3", Replicas: 3}, nil, "open stream R3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Open(t.Context(), e.js, tc.o)

@@ -8,11 +8,13 @@ import (
 	"slices"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/fleetgate/fleetgate/pkg/naming"
 )
 
 // DefaultSeparator joins a backend's name and a tool's name when
 // AggregateOptions.Separator is empty.
-const DefaultSeparator = "_"
+const DefaultSeparator = naming.DefaultSeparator
 
 // Source is one backend's catalog, its definitions as the backend returned
 // them.
@@ -21,6 +23,15 @@ type Source struct {
 	Tools     []json.RawMessage
 	Resources []json.RawMessage
 	Prompts   []json.RawMessage
+	// ResourceTemplates are the backend's resource templates (by
+	// uriTemplate, never renamed: a read is routed by matching it).
+	ResourceTemplates []json.RawMessage
+	// Reserve makes the source's names take part in the naming of the
+	// others (collisions are settled as if it were served) without
+	// serving its definitions: a backend whose catalog is known but that
+	// is not advertisable keeps its names, so that a health change never
+	// renames another backend's tools (see package naming).
+	Reserve bool
 }
 
 // AggregateOptions configure Aggregate. A nil *AggregateOptions means the
@@ -31,6 +42,12 @@ type AggregateOptions struct {
 	// of tool-name characters [A-Za-z0-9_.-]; tools whose exposed name
 	// would not are rejected.
 	Separator string
+
+	// Naming decides the exposed names: strategy, backend order and each
+	// backend's rules (package naming). Nil is the prefix strategy with
+	// Separator and backends in name order. When set, a non-empty
+	// Naming.Separator wins over Separator.
+	Naming *naming.Spec
 
 	// Previous is the View of the previous generation, or nil. Tool
 	// definitions byte-for-byte equal to ones Previous was built from are
@@ -44,23 +61,25 @@ type AggregateOptions struct {
 // Every definition is validated as ValidateTool, ValidatePrompt and
 // ValidateResource do; failures are listed in View.Rejected, as are Sources
 // whose Backend is not a valid tool name (1 to MaxNameLen bytes of
-// [A-Za-z0-9_.-]). Sources naming the same backend are merged. Of several
-// definitions of one backend sharing a name (URI for resources), the one
-// whose canonical projection (canonical definition for prompts and
-// resources), then raw bytes, sort first is kept and the others rejected.
+// [A-Za-z0-9_.-]). Sources naming the same backend are merged (a backend
+// is Reserve only when all its sources are). Of several definitions of one
+// backend sharing a name (URI for resources), the one whose canonical
+// projection (canonical definition for prompts and resources), then raw
+// bytes, sort first is kept and the others rejected.
 //
-// A tool or prompt is exposed as <backend><sep><name>; collisions between
-// such names, and names longer than MaxNameLen, are resolved as described
-// at resolveNames: the (backend, original) pair that sorts first keeps the
-// name and the others get a "_<n>" suffix; all are listed in
-// View.Collisions. A resource keeps its URI and is exposed under the
-// prefixed name; of several backends offering a URI, the one whose name
-// sorts first keeps it and the others are listed in View.Collisions.
+// The valid definitions of every source, Reserve ones included, are then
+// named by naming.Resolve with AggregateOptions.Naming: what a backend's
+// rules filter out, and what a collision withholds, is not served; every
+// collision is listed in View.Collisions. A tool whose exposed name is not
+// a valid tool name (a bad separator) is rejected. A resource is served
+// under its exposed URI; its name is prefixed under the prefix strategy and
+// kept otherwise. Definitions of Reserve sources are not served.
 //
-// The result depends only on the set of definitions: the order of sources
-// and of definitions within them does not matter.
+// The result depends only on the set of definitions and on the options:
+// the order of sources and of definitions within them does not matter.
 func Aggregate(sources []Source, opts *AggregateOptions) *View {
 	a := aggregator{sep: DefaultSeparator, prev: &View{}, view: &View{prepared: make(map[preparedKey]*preparedTool)}}
+	var spec naming.Spec
 	if opts != nil {
 		if opts.Separator != "" {
 			a.sep = opts.Separator
@@ -68,12 +87,26 @@ func Aggregate(sources []Source, opts *AggregateOptions) *View {
 		if opts.Previous != nil {
 			a.prev = opts.Previous
 		}
+		if opts.Naming != nil {
+			spec = *opts.Naming
+		}
 	}
+	if spec.Separator == "" {
+		spec.Separator = a.sep
+	}
+	a.sep = spec.Separator
+	a.prefixResources = spec.Conflicts == "" || spec.Conflicts == naming.Prefix
+	a.reserve = map[string]bool{}
 	for _, src := range a.merge(sources) {
+		a.reserve[src.Backend] = src.Reserve
 		a.addTools(src.Backend, src.Tools)
 		a.addPrompts(src.Backend, src.Prompts)
 		a.addResources(src.Backend, src.Resources)
 	}
+	var tplCollisions []Collision
+	a.view.Templates, tplCollisions = aggregateTemplates(sources)
+	a.resolve(&spec)
+	a.view.Collisions = append(a.view.Collisions, tplCollisions...)
 	a.buildTools()
 	a.buildPrompts()
 	a.buildResources()
@@ -96,6 +129,9 @@ type aggregator struct {
 	prev *View // never nil
 	view *View
 
+	reserve         map[string]bool // by backend: Source.Reserve
+	prefixResources bool            // resource names get <backend><sep> (prefix strategy)
+
 	tools       []*preparedTool
 	toolClaims  []claim
 	prompts     []entity
@@ -105,6 +141,7 @@ type aggregator struct {
 
 type resourceItem struct {
 	backend string
+	exposed string // URI, set by resolve
 	entity
 }
 
@@ -129,6 +166,7 @@ func (a *aggregator) merge(sources []Source) []Source {
 		m.Tools = append(slices.Clip(m.Tools), s.Tools...)
 		m.Prompts = append(slices.Clip(m.Prompts), s.Prompts...)
 		m.Resources = append(slices.Clip(m.Resources), s.Resources...)
+		m.Reserve = m.Reserve && s.Reserve
 	}
 	slices.SortFunc(merged, func(x, y Source) int { return cmp.Compare(x.Backend, y.Backend) })
 	return merged
@@ -156,13 +194,8 @@ func (a *aggregator) addTools(backend string, raws []json.RawMessage) {
 			}
 			continue
 		}
-		candidate := backend + a.sep + name
-		if err := ValidateName(candidate); err != nil && len(candidate) <= MaxNameLen {
-			a.reject(backend, KindTool, name, fmt.Sprintf("exposed %v", err))
-			continue
-		}
 		byName[name] = len(a.tools)
-		a.toolClaims = append(a.toolClaims, claim{backend: backend, original: name, candidate: candidate, idx: len(a.tools)})
+		a.toolClaims = append(a.toolClaims, claim{backend: backend, original: name, idx: len(a.tools)})
 		a.tools = append(a.tools, t)
 	}
 }
@@ -198,7 +231,7 @@ func (a *aggregator) addPrompts(backend string, raws []json.RawMessage) {
 			continue
 		}
 		byName[p.key] = len(a.prompts)
-		a.promptClaim = append(a.promptClaim, claim{backend: backend, original: p.key, candidate: backend + a.sep + p.key, idx: len(a.prompts)})
+		a.promptClaim = append(a.promptClaim, claim{backend: backend, original: p.key, idx: len(a.prompts)})
 		a.prompts = append(a.prompts, p)
 	}
 }
@@ -225,7 +258,6 @@ func (a *aggregator) addResources(backend string, raws []json.RawMessage) {
 
 func (a *aggregator) buildTools() {
 	v := a.view
-	v.Collisions = append(v.Collisions, resolveNames(KindTool, a.toolClaims)...)
 	slices.SortFunc(a.toolClaims, func(x, y claim) int { return cmp.Compare(x.exposed, y.exposed) })
 	v.Tools = make([]ToolEntry, len(a.toolClaims))
 	v.toolPrep = make([]*preparedTool, len(a.toolClaims))
@@ -255,7 +287,6 @@ func (a *aggregator) renamedTool(t *preparedTool, exposed string) json.RawMessag
 
 func (a *aggregator) buildPrompts() {
 	v := a.view
-	v.Collisions = append(v.Collisions, resolveNames(KindPrompt, a.promptClaim)...)
 	slices.SortFunc(a.promptClaim, func(x, y claim) int { return cmp.Compare(x.exposed, y.exposed) })
 	v.Prompts = make([]PromptEntry, len(a.promptClaim))
 	v.prompts = make(map[string]int, len(a.promptClaim))
@@ -270,24 +301,26 @@ func (a *aggregator) buildPrompts() {
 
 func (a *aggregator) buildResources() {
 	v := a.view
-	// Backends were added in name order, so the stable sort by URI leaves
-	// the backend sorting first at the head of each run of one URI.
-	slices.SortStableFunc(a.resources, func(x, y resourceItem) int { return cmp.Compare(x.key, y.key) })
+	slices.SortFunc(a.resources, func(x, y resourceItem) int { return cmp.Compare(x.exposed, y.exposed) })
 	v.Resources = make([]ResourceEntry, 0, len(a.resources))
 	v.resources = make(map[string]int, len(a.resources))
 	d := newDigester()
-	for i, r := range a.resources {
-		exposed := r.backend + a.sep + r.name
-		if i > 0 && a.resources[i-1].key == r.key {
-			v.Collisions = append(v.Collisions, Collision{
-				Kind: KindResource, Name: r.key, Backend: r.backend, Original: r.name,
-				KeptBy: v.Resources[len(v.Resources)-1].Backend,
-			})
-			continue
+	for _, r := range a.resources {
+		name := r.name
+		if a.prefixResources {
+			name = r.backend + a.sep + r.name
 		}
-		def := renamedCanonical(r.obj, exposed, d)
-		v.resources[r.key] = len(v.Resources)
-		v.Resources = append(v.Resources, ResourceEntry{URI: r.key, Exposed: exposed, Backend: r.backend, Original: r.name, Def: def})
+		def, _ := r.obj.withString("name", name)
+		if r.exposed != r.key {
+			if o, err := parseObject(def); err == nil {
+				def, _ = o.withString("uri", r.exposed)
+			}
+		}
+		canon, _ := jcs.Transform(def)
+		d.add(canon)
+		v.resources[r.exposed] = len(v.Resources)
+		v.Resources = append(v.Resources, ResourceEntry{URI: r.exposed, OriginalURI: r.key, Exposed: name,
+			Backend: r.backend, Original: r.name, Def: def})
 	}
 	v.resSum = d.sumArray()
 }

@@ -158,7 +158,7 @@ func TestAggregateCollisionRule(t *testing.T) {
 			t.Errorf("Tool(%q) = %+v, %v; want %v", exposed, e, ok, w)
 		}
 	}
-	wantCollision := Collision{Kind: KindTool, Name: "a_b_c", Backend: "a_b", Original: "c", KeptBy: "a", Exposed: "a_b_c_3"}
+	wantCollision := Collision{Kind: KindTool, Name: "a_b_c", Backend: "a_b", Original: "c", KeptBy: "a", Exposed: "a_b_c_3", Resolution: "suffixed"}
 	if len(v.Collisions) != 1 || v.Collisions[0] != wantCollision {
 		t.Errorf("collisions = %+v, want %+v", v.Collisions, wantCollision)
 	}

@@ -49,18 +49,22 @@
 //
 // # Exposed names
 //
-// A tool or prompt is exposed as <backend><separator><name>. When two
-// definitions ask for the same exposed name (backend "a_b" with tool "c"
-// and backend "a" with tool "b_c"), the one whose (backend, original name)
-// sorts first keeps it; each other one, in sorted order, gets the name
-// followed by "_2", "_3", ... (the first not otherwise taken), cut so the
-// whole stays within 128 bytes. A name longer than 128 bytes is treated
-// the same way, with no keeper. Every such rename is listed in
-// View.Collisions. A resource keeps its URI; when several backends offer
-// one URI, the backend whose name sorts first keeps it.
+// Package naming decides them (AggregateOptions.Naming: the strategy, the
+// backends' order and their include, exclude and rename rules). By default
+// (nil Naming: the prefix strategy, backends in name order) a tool or
+// prompt is exposed as <backend><separator><name>. When two definitions
+// ask for the same exposed name (backend "a_b" with tool "c" and backend
+// "a" with tool "b_c"), the one whose backend comes first keeps it; each
+// other one gets the name followed by "_2", "_3", ... (the first not
+// otherwise taken), cut so the whole stays within 128 bytes. A name longer
+// than 128 bytes is treated the same way, with no keeper. Every such
+// rename is listed in View.Collisions. A resource keeps its URI (unless
+// renamed); when several backends offer one URI, the backend that comes
+// first keeps it. Sources marked Reserve take part in the naming but are
+// not served, so that names do not move when a backend's health does.
 //
-// Aggregate's result depends only on the set of its inputs, never on their
-// order. A View is immutable and shared by all sessions of a generation.
+// Aggregate's result depends only on the set of its inputs and the
+// options, never on the order of the inputs. A View is immutable and shared by all sessions of a generation.
 //
 // # Cost
 //

@@ -90,3 +90,23 @@ func FuzzValidateTool(f *testing.F) {
 		}()
 	})
 }
+
+// FuzzValidateResourceTemplate: a template ValidateResourceTemplate takes
+// is bounded, and matching any URI against it neither panics nor loops.
+func FuzzValidateResourceTemplate(f *testing.F) {
+	for _, s := range []string{`{"uriTemplate":"res://items/{id}","name":"item"}`, `{"uriTemplate":"{+x}{/y*}{?a,b}","name":"n"}`,
+		`{"uriTemplate":"res://{","name":"bad"}`, `{"uriTemplate":"a","name":""}`} {
+		f.Add([]byte(s), "res://items/42")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, uri string) {
+		tmpl, err := ValidateResourceTemplate(data)
+		if err != nil {
+			return
+		}
+		if len(tmpl) > MaxURITemplate {
+			t.Fatalf("template of %d bytes taken", len(tmpl))
+		}
+		te := TemplateEntry{URITemplate: tmpl}
+		_ = te.Matches(uri)
+	})
+}

@@ -7,10 +7,12 @@ import (
 	"net/url"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/fleetgate/fleetgate/pkg/naming"
 )
 
 // MaxNameLen is the longest tool name, in bytes, that MCP allows.
-const MaxNameLen = 128
+const MaxNameLen = naming.MaxNameLen
 
 // MaxDefinitionSize is the largest tool, resource or prompt definition, in
 // bytes of JSON as received, that this package accepts.
@@ -67,25 +69,7 @@ func (e *InvalidPromptError) Is(target error) bool { return target == ErrInvalid
 
 // ValidateName reports whether name is a valid MCP tool name: 1 to
 // MaxNameLen bytes of [A-Za-z0-9_.-].
-func ValidateName(name string) error {
-	if name == "" {
-		return errors.New("name is empty")
-	}
-	if len(name) > MaxNameLen {
-		return fmt.Errorf("name is %d bytes, limit %d", len(name), MaxNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		if !nameByte(name[i]) {
-			return fmt.Errorf("name has %q at byte %d, want [A-Za-z0-9_.-]", name[i], i)
-		}
-	}
-	return nil
-}
-
-func nameByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '_' || c == '-' || c == '.'
-}
+func ValidateName(name string) error { return naming.CheckName(name) }
 
 // ValidateTool checks that raw is a tool definition a go-sdk Server can
 // serve without panicking and that Digest can project: a JSON object of at

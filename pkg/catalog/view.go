@@ -33,14 +33,18 @@ type PromptEntry struct {
 	Def      json.RawMessage `json:"def"` // name replaced by Exposed
 }
 
-// ResourceEntry is one resource of a View. Resources keep their URI, which
-// identifies them; only their name is prefixed.
+// ResourceEntry is one resource of a View. A resource is identified by its
+// URI, which is never prefixed (a rename may change it); its name is
+// prefixed under the prefix strategy.
 type ResourceEntry struct {
-	URI      string          `json:"uri"`
-	Exposed  string          `json:"exposed"`  // prefixed name
-	Backend  string          `json:"backend"`  // owning backend
-	Original string          `json:"original"` // the backend's name for it
-	Def      json.RawMessage `json:"def"`      // name replaced by Exposed
+	URI string `json:"uri"` // exposed URI, what clients read
+	// OriginalURI is the backend's URI for it, to read it with; equal to
+	// URI unless a rename changed it.
+	OriginalURI string          `json:"original_uri"`
+	Exposed     string          `json:"exposed"`  // exposed name
+	Backend     string          `json:"backend"`  // owning backend
+	Original    string          `json:"original"` // the backend's name for it
+	Def         json.RawMessage `json:"def"`      // name replaced by Exposed
 }
 
 // Collision reports a definition that did not get the exposed name (tools,
@@ -49,15 +53,20 @@ type Collision struct {
 	Kind Kind `json:"kind"`
 	// Name is the contested exposed name, or URI for a resource.
 	Name string `json:"name"`
-	// Backend and Original identify the definition that lost Name.
+	// Backend and Original identify the definition that lost Name: its
+	// backend and own name (URI for a resource).
 	Backend  string `json:"backend"`
 	Original string `json:"original"`
 	// KeptBy is the backend that kept Name; empty when Name was longer
 	// than MaxNameLen and so given to nobody.
 	KeptBy string `json:"kept_by,omitempty"`
-	// Exposed is the name the loser is served under instead; empty for a
-	// resource, which is dropped.
+	// Exposed is the name the loser is served under instead; empty when
+	// it is withheld (a resource, whose URI has no fallback, or under the
+	// manual strategy).
 	Exposed string `json:"exposed,omitempty"`
+	// Resolution is what became of the loser: "prefixed", "suffixed" or
+	// "withheld" (naming.Resolution).
+	Resolution string `json:"resolution"`
 }
 
 // Rejection reports a definition, or a whole Source, left out of a View.
@@ -80,6 +89,8 @@ type View struct {
 	Tools     []ToolEntry     `json:"tools"`     // sorted by Exposed
 	Prompts   []PromptEntry   `json:"prompts"`   // sorted by Exposed
 	Resources []ResourceEntry `json:"resources"` // sorted by URI
+	// Templates are the resource templates, in source order (template.go).
+	Templates []TemplateEntry `json:"resource_templates,omitempty"`
 	// Digest is the catalog digest (see Digest) of the Tools' Defs.
 	Digest     string      `json:"digest"`
 	Collisions []Collision `json:"collisions"` // sorted by Kind, Name, Backend, Original
@@ -131,7 +142,7 @@ func (v *View) Prompt(exposed string) (PromptEntry, bool) {
 	return v.Prompts[i], true
 }
 
-// Resource returns the resource served under uri.
+// Resource returns the resource served under the exposed uri.
 func (v *View) Resource(uri string) (ResourceEntry, bool) {
 	if v == nil {
 		return ResourceEntry{}, false

@@ -19,7 +19,8 @@ type Membership struct {
 	// Removed backends are in the old fleet only. A backend moved to
 	// another group is removed from the old group and added to the new one.
 	Removed []BackendRef
-	// Updated backends are in both, with a different URL or transport.
+	// Updated backends are in both, with a different URL, transport,
+	// headers or allow_link_local.
 	Updated []BackendRef
 }
 
@@ -40,7 +41,7 @@ func Diff(old, new *Fleet) Membership {
 		switch {
 		case !ok:
 			m.Added = append(m.Added, ref)
-		case prev.URL != b.URL || prev.Transport != b.Transport:
+		case !prev.Equal(b):
 			m.Updated = append(m.Updated, ref)
 		}
 	}

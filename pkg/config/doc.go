@@ -10,6 +10,13 @@
 //	      - name: alpha                  # [a-z0-9][a-z0-9-]{0,31}, unique in the fleet
 //	        url: http://127.0.0.1:9101/mcp
 //	        transport: streamable-http   # streamable-http (default) or sse
+//	        headers:                     # sent on every request to this backend
+//	          Authorization: {env: ALPHA_AUTHORIZATION}   # or {file: /run/secrets/alpha}
+//	        allow_link_local: false      # default; true lets url reach 169.254.0.0/16, fe80::/10, cloud metadata
+//	        tools:                       # also prompts: and resources: (by URI), same keys
+//	          include: ["read_*"]        # globs on the backend's own names; absent = all
+//	          exclude: ["delete_*"]
+//	          rename: {search: find_docs} # own name -> exposed name; wins over the strategy
 //	    pinned_tools: [alpha_echo]       # extension, see below
 //	health:
 //	  interval: 5s          # probe period per backend
@@ -18,6 +25,7 @@
 //	  debounce: 5s          # change-event coalescing window; default = interval
 //	aggregation:
 //	  separator: "_"        # exposed tool name = <backend><separator><tool>
+//	  conflicts: prefix     # prefix (default), priority or manual (package naming)
 //
 // Every section and key is optional except a group's name and a backend's
 // name and url; null is read as "not set". Defaults: transport
@@ -26,6 +34,21 @@
 // Durations use Go syntax (time.ParseDuration). Group names follow the
 // backend name rule and are unique; a separator is non-empty and made of
 // [A-Za-z0-9_.-], the characters of MCP tool names.
+//
+// A header value is a reference, never a literal (a literal is an error);
+// header names are tokens, at most 32, none of the transport's or the MCP
+// protocol's own (package credential). A URL with user info is an error,
+// and so is one whose host is link-local or a cloud metadata service
+// unless allow_link_local is true (package backendnet). No error quotes a
+// header value or a URL that may carry user info.
+//
+// Naming rules are checked here without any catalog (package naming):
+// globs are path.Match patterns, at most 64 per list of at most 256 bytes;
+// exposed names of tools and prompts are valid tool names, of resources
+// absolute URIs; two renames of one group (in any of its backends) to one
+// exposed name are an error under every strategy, naming both backends.
+// Fleet.Naming gives a group's naming.Spec; collisions between catalogs
+// are the controller's to find.
 //
 // Extension: a group may list pinned_tools, exposed tool names (valid MCP
 // tool names, no duplicates) that an optimizer-mode edge always offers. They
@@ -59,9 +82,10 @@
 // to start, stop and restart:
 //
 //	next := current.Clone()
-//	if err := next.Put(group, config.Backend{Name: name, URL: body.URL, Transport: body.Transport}); err != nil {
-//		// 400: err is a *FieldError naming "group", "name", "url" or "transport"
-//	}
+//	headers, err := config.ParseHeadersJSON(body.Headers) // 400: a *FieldError naming "headers.<Name>"
+//	err = next.Put(group, config.Backend{Name: name, URL: body.URL, Transport: body.Transport,
+//		Headers: headers, AllowLinkLocal: body.AllowLinkLocal})
+//	// 400: err is a *FieldError naming "group", "name", "url", "transport" or "headers..."
 //	m := config.Diff(current, next) // Added, Removed, Updated backends
 //	current = next
 //

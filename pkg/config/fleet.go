@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/naming"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 )
 
 // Fleet is a validated fleet configuration with every default applied.
@@ -15,6 +18,9 @@ type Fleet struct {
 	Health health.Policy
 	// Aggregation controls how exposed names are built.
 	Aggregation Aggregation
+	// Authorization is the tool policy section, validated and compiled
+	// once; nil when the config has none (everything is allowed).
+	Authorization *policy.Section
 }
 
 // Group is a named set of backends served together by the edges of that
@@ -35,12 +41,37 @@ type Backend struct {
 	URL string
 	// Transport is TransportStreamableHTTP or TransportSSE.
 	Transport string
+	// Headers are set on every request to the backend, from references
+	// (credentials.go); nil when none.
+	Headers credential.Headers
+	// AllowLinkLocal lets URL reach link-local and cloud metadata
+	// addresses (package backendnet), refused by default.
+	AllowLinkLocal bool
+	// Tools, Prompts and Resources filter and rename the backend's
+	// definitions (package naming); zero: all, under the strategy's names.
+	Tools, Prompts, Resources naming.Rules
+}
+
+// Equal reports whether b and o are the same backend connection: name,
+// URL, transport, headers and allow_link_local. Naming rules are not
+// compared (they need no new probe); NamingEqual does.
+func (b Backend) Equal(o Backend) bool {
+	return b.Name == o.Name && b.URL == o.URL && b.Transport == o.Transport &&
+		b.Headers.Equal(o.Headers) && b.AllowLinkLocal == o.AllowLinkLocal
+}
+
+// NamingEqual reports whether b and o have the same naming rules.
+func (b Backend) NamingEqual(o Backend) bool {
+	return b.Tools.Equal(o.Tools) && b.Prompts.Equal(o.Prompts) && b.Resources.Equal(o.Resources)
 }
 
 // Aggregation is the aggregation section of the config.
 type Aggregation struct {
 	// Separator joins backend and tool: <backend><Separator><tool>.
 	Separator string
+	// Conflicts is the naming strategy (aggregation.conflicts):
+	// naming.Prefix (the default), naming.Priority or naming.Manual.
+	Conflicts naming.Strategy
 }
 
 // Group returns the named group.
@@ -73,9 +104,15 @@ func (f *Fleet) Clone() *Fleet {
 	out.Groups = make([]Group, len(f.Groups))
 	for i, g := range f.Groups {
 		g.Backends = slices.Clone(g.Backends)
+		for j := range g.Backends {
+			b := &g.Backends[j]
+			b.Headers = b.Headers.Clone()
+			b.Tools, b.Prompts, b.Resources = b.Tools.Clone(), b.Prompts.Clone(), b.Resources.Clone()
+		}
 		g.PinnedTools = slices.Clone(g.PinnedTools)
 		out.Groups[i] = g
 	}
+	out.Authorization = f.Authorization.Clone()
 	return &out
 }
 
@@ -84,7 +121,11 @@ func (f *Fleet) Clone() *Fleet {
 // transport defaults to streamable-http). A group that does not exist is
 // created at the end. A backend name already used in another group is
 // refused: names are unique in the fleet. Errors are *FieldError naming the
-// admin API field: "group", "name", "url" or "transport".
+// admin API field: "group", "name", "url", "transport", "headers",
+// "headers.<Name>", or a field of the naming rules such as
+// "tools.include[0]" or "tools.rename.<own>" (a bad glob or exposed name, or
+// a rename to a name another backend of the group renames to). A URL with user info is refused, and one whose host is
+// link-local or a cloud metadata service unless b.AllowLinkLocal.
 //
 // Put changes f in place; a caller that needs the previous fleet (to Diff)
 // clones it first.
@@ -98,11 +139,26 @@ func (f *Fleet) Put(group string, b Backend) error {
 	if msg := checkURL(b.URL); msg != "" {
 		return putError(group, b.Name, "url", msg)
 	}
+	if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
+		return putError(group, b.Name, "url", msg)
+	}
 	t, msg := resolveTransport(b.Transport)
 	if msg != "" {
 		return putError(group, b.Name, "transport", msg)
 	}
 	b.Transport = t
+	if field, msg := checkHeaders(b.Headers); msg != "" {
+		return putError(group, b.Name, field, msg)
+	}
+	b.Headers = b.Headers.Clone()
+	var peers []Backend
+	if gi := f.groupIndex(group); gi >= 0 {
+		peers = f.Groups[gi].Backends
+	}
+	if field, msg := checkRules(b, peers); msg != "" {
+		return putError(group, b.Name, field, msg)
+	}
+	b.Tools, b.Prompts, b.Resources = b.Tools.Clone(), b.Prompts.Clone(), b.Resources.Clone()
 	for _, g := range f.Groups {
 		if g.Name != group && g.backendIndex(b.Name) >= 0 {
 			return putError(group, b.Name, "name",

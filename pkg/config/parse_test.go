@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/naming"
 )
 
 func TestLoadDemoFleet(t *testing.T) {
@@ -26,7 +27,7 @@ func TestLoadDemoFleet(t *testing.T) {
 			{Name: "beta", URL: "http://127.0.0.1:9102/mcp", Transport: TransportStreamableHTTP},
 		}}},
 		Health:      health.Policy{Interval: 5 * time.Second, Timeout: 2 * time.Second, UnhealthyAfter: 2, Debounce: 5 * time.Second},
-		Aggregation: Aggregation{Separator: "_"},
+		Aggregation: Aggregation{Separator: "_", Conflicts: naming.Prefix},
 	}
 	if !reflect.DeepEqual(f, want) {
 		t.Fatalf("Load:\n got %+v\nwant %+v", f, want)
@@ -42,12 +43,12 @@ func TestParseDefaults(t *testing.T) {
 			&Fleet{
 				Groups:      []Group{{Name: "default", Backends: []Backend{{Name: "a1", URL: "https://x.example/mcp", Transport: TransportSSE}}}},
 				Health:      health.Policy{Interval: 5 * time.Second, Timeout: 2 * time.Second, UnhealthyAfter: 2, Debounce: 5 * time.Second},
-				Aggregation: Aggregation{Separator: "_"},
+				Aggregation: Aggregation{Separator: "_", Conflicts: naming.Prefix},
 			}},
 		{"debounce follows interval; nulls are defaults", "groups:\nhealth:\n  interval: 1m\n  timeout:\naggregation:\n  separator: __\n",
 			&Fleet{
 				Health:      health.Policy{Interval: time.Minute, Timeout: 2 * time.Second, UnhealthyAfter: 2, Debounce: time.Minute},
-				Aggregation: Aggregation{Separator: "__"},
+				Aggregation: Aggregation{Separator: "__", Conflicts: naming.Prefix},
 			}},
 		{"pinned tools and anchors", "groups:\n  - name: g1\n    pinned_tools: [alpha_echo, beta.search]\n    backends:\n      - &b {name: alpha, url: 'http://h:1/mcp'}\n  - name: g2\n",
 			&Fleet{
@@ -56,7 +57,7 @@ func TestParseDefaults(t *testing.T) {
 					{Name: "g2"},
 				},
 				Health:      (&health.Policy{}).WithDefaults(),
-				Aggregation: Aggregation{Separator: "_"},
+				Aggregation: Aggregation{Separator: "_", Conflicts: naming.Prefix},
 			}},
 	}
 	for _, tc := range tests {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 )
@@ -39,6 +40,9 @@ func checkURL(raw string) string {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		if strings.Contains(raw, "@") {
+			return "is not an http(s) URL (not quoted: it may carry user info)"
+		}
 		return fmt.Sprintf("%q is not an http(s) URL", raw)
 	}
 	return ""

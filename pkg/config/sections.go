@@ -8,11 +8,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/naming"
 )
 
-// fleet decodes the root mapping: groups, health, aggregation.
+// fleet decodes the root mapping: groups, health, aggregation,
+// authorization.
 func (d *decoder) fleet(root *yaml.Node) (*Fleet, error) {
-	top, err := d.mapping(root, "", "groups", "health", "aggregation")
+	top, err := d.mapping(root, "", "groups", "health", "aggregation", "authorization")
 	if err != nil {
 		return nil, err
 	}
@@ -24,6 +26,9 @@ func (d *decoder) fleet(root *yaml.Node) (*Fleet, error) {
 		return nil, err
 	}
 	if f.Aggregation, err = d.aggregation(top["aggregation"]); err != nil {
+		return nil, err
+	}
+	if f.Authorization, err = d.authorization(top["authorization"]); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -57,7 +62,7 @@ func (d *decoder) groups(e entry) ([]Group, error) {
 		if g.Name, err = d.name("group", nameEntry, groupAt); err != nil {
 			return nil, err
 		}
-		if g.Backends, err = d.backends(m, path, n, backendAt); err != nil {
+		if g.Backends, err = d.backends(m, path, n, backendAt, groupRenames{}); err != nil {
 			return nil, err
 		}
 		if g.PinnedTools, err = d.pinned(m["pinned_tools"]); err != nil {
@@ -68,7 +73,7 @@ func (d *decoder) groups(e entry) ([]Group, error) {
 	return out, nil
 }
 
-func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Node, taken map[string]where) ([]Backend, error) {
+func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Node, taken map[string]where, renames groupRenames) ([]Backend, error) {
 	e, ok := m["backends"]
 	if !ok {
 		return nil, nil
@@ -80,7 +85,7 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 	var out []Backend
 	for i, n := range nodes {
 		path := index(e.path, i)
-		bm, err := d.mapping(n, path, "name", "url", "transport")
+		bm, err := d.mapping(n, path, "name", "url", "transport", "headers", "allow_link_local", "tools", "prompts", "resources")
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +100,16 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 		if msg := checkURL(b.URL); msg != "" {
 			return nil, d.errorf(ue.line(), ue.path, "%s", msg)
 		}
+		if b.Headers, err = d.headers(orAt(bm, "headers", n, path)); err != nil {
+			return nil, err
+		}
+		ae := orAt(bm, "allow_link_local", n, path)
+		if b.AllowLinkLocal, err = d.boolean(ae); err != nil {
+			return nil, err
+		}
+		if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
+			return nil, d.errorf(ue.line(), ue.path, "%s", msg)
+		}
 		te := orAt(bm, "transport", n, path)
 		t, err := d.str(te)
 		if err != nil {
@@ -103,6 +118,9 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 		var msg string
 		if b.Transport, msg = resolveTransport(t); msg != "" {
 			return nil, d.errorf(te.line(), te.path, "%s", msg)
+		}
+		if b.Tools, b.Prompts, b.Resources, err = d.rules(bm, b.Name, renames); err != nil {
+			return nil, err
 		}
 		out = append(out, b)
 	}
@@ -212,12 +230,15 @@ func (d *decoder) duration(e entry) (time.Duration, error) {
 }
 
 func (d *decoder) aggregation(e entry) (Aggregation, error) {
-	a := Aggregation{Separator: DefaultSeparator}
+	a := Aggregation{Separator: DefaultSeparator, Conflicts: naming.Prefix}
 	if e.val == nil {
 		return a, nil
 	}
-	m, err := d.mapping(e.val, e.path, "separator")
+	m, err := d.mapping(e.val, e.path, "separator", "conflicts")
 	if err != nil {
+		return a, err
+	}
+	if a.Conflicts, err = d.conflicts(m["conflicts"]); err != nil {
 		return a, err
 	}
 	se, ok := m["separator"]

@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/catalog/fromstate"
 	"github.com/fleetgate/fleetgate/pkg/config"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/naming"
 )
 
 // maxAdminBody bounds admin request bodies.
@@ -25,32 +29,48 @@ type StateJSON struct {
 	Generation uint64      `json:"generation"`
 	Leader     bool        `json:"leader"`
 	Groups     []GroupJSON `json:"groups"`
+	// Authorization is the tool policy in force and the generation it
+	// took effect at.
+	Authorization AuthorizationJSON `json:"authorization"`
 }
 
 // GroupJSON is one group of StateJSON.
 type GroupJSON struct {
 	Name     string        `json:"name"`
 	Backends []BackendJSON `json:"backends"`
+	// Naming is the group's naming in force (package naming).
+	Naming NamingJSON `json:"naming"`
+	// Collisions are the exposed names two or more definitions asked
+	// for, and how each was settled; empty when there are none.
+	Collisions []CollisionJSON `json:"collisions"`
 }
 
 // BackendJSON is one backend of StateJSON. Status is the live status on
 // the leader and the last published one elsewhere; Advertisable is what
 // the fleet has been told.
 type BackendJSON struct {
-	Name         string   `json:"name"`
-	URL          string   `json:"url"`
-	Transport    string   `json:"transport"`
-	Status       string   `json:"status"`
-	Reason       string   `json:"reason,omitempty"`
-	Advertisable bool     `json:"advertisable"`
-	Tools        []string `json:"tools"`
-	Digest       string   `json:"digest"`
-	Generation   uint64   `json:"generation"`
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Transport string `json:"transport"`
+	// Headers are the references of the backend's header values (never
+	// the values); AllowLinkLocal is shown when true.
+	Headers        credential.Headers `json:"headers,omitempty"`
+	AllowLinkLocal bool               `json:"allow_link_local,omitempty"`
+	Status         string             `json:"status"`
+	Reason         string             `json:"reason,omitempty"`
+	Advertisable   bool               `json:"advertisable"`
+	Tools          []string           `json:"tools"`
+	Digest         string             `json:"digest"`
+	Generation     uint64             `json:"generation"`
 }
 
 // ViewJSON is GET /v1/groups/{group}/view.
 type ViewJSON struct {
+	// Generation is the log's generation; on a controller merging the
+	// regions' logs (Options.Regions), the sum of Regions (an order, not
+	// a log position).
 	Generation uint64            `json:"generation"`
+	Regions    map[string]uint64 `json:"regions,omitempty"`
 	Digest     string            `json:"digest"`
 	Tools      []json.RawMessage `json:"tools"`
 }
@@ -65,8 +85,13 @@ func (c *Controller) Handler(gatherer prometheus.Gatherer) http.Handler {
 	mux.HandleFunc("GET /v1/state", c.getState)
 	mux.HandleFunc("PUT /v1/groups/{group}/backends/{name}", c.putBackend)
 	mux.HandleFunc("DELETE /v1/groups/{group}/backends/{name}", c.deleteBackend)
+	mux.HandleFunc("POST /v1/groups/{group}/backends/{name}/refresh", c.refreshBackend)
+	mux.HandleFunc("POST /v1/refresh", c.refreshAll)
 	mux.HandleFunc("GET /v1/groups/{group}/view", c.getView)
 	mux.HandleFunc("GET /v1/events", c.getEvents)
+	mux.HandleFunc("GET /v1/authorization", c.getAuthorization)
+	mux.HandleFunc("PUT /v1/authorization", c.putAuthorization)
+	mux.HandleFunc("DELETE /v1/authorization", c.deleteAuthorization)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -85,15 +110,22 @@ func (c *Controller) getState(w http.ResponseWriter, _ *http.Request) {
 	live := c.statuses
 	leading := c.leading
 	c.mu.Unlock()
-	out := StateJSON{Generation: s.Generation, Leader: leading, Groups: []GroupJSON{}}
+	out := StateJSON{Generation: s.Generation, Leader: leading, Groups: []GroupJSON{}, Authorization: authorizationOf(s)}
 	for _, gname := range s.GroupNames() {
 		g := s.Groups[gname]
-		gj := GroupJSON{Name: gname, Backends: []BackendJSON{}}
+		gj := GroupJSON{Name: gname, Backends: []BackendJSON{}, Collisions: collisionsJSON(c.groupView(s, gname).Collisions)}
+		if g.Naming != nil {
+			gj.Naming = NamingJSON{Generation: g.Naming.Generation, Spec: g.Naming.Spec}
+		}
 		for _, bname := range g.BackendNames() {
 			b := g.Backends[bname]
-			bj := BackendJSON{Name: b.Name, URL: b.Config.URL, Transport: b.Config.Transport, Status: b.Status,
+			bj := BackendJSON{Name: b.Name, URL: b.Config.URL, Transport: b.Config.Transport,
+				Headers: b.Config.Headers, AllowLinkLocal: b.Config.AllowLinkLocal, Status: b.Status,
 				Reason: b.Reason, Advertisable: b.Advertisable, Tools: []string{}, Generation: b.Generation}
-			if ls, ok := live[BackendKey{gname, bname}]; ok {
+			// The live status, unless the log withdrew the backend because
+			// its catalog is too large for an event: the fleet serves
+			// that, whatever the probes say.
+			if ls, ok := live[BackendKey{gname, bname}]; ok && !strings.HasPrefix(b.Reason, events.ReasonTooLarge) {
 				bj.Status, bj.Reason = string(ls.status), ls.reason
 			}
 			if b.Catalog != nil {
@@ -106,9 +138,21 @@ func (c *Controller) getState(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, out)
 }
 
+// putBody is the body of PUT /v1/groups/{group}/backends/{name}. Header
+// values are references ({"env": NAME} or {"file": PATH}), read by
+// config.ParseHeadersJSON.
 type putBody struct {
-	URL       string `json:"url"`
-	Transport string `json:"transport"`
+	URL            string                     `json:"url"`
+	Transport      string                     `json:"transport"`
+	Headers        map[string]json.RawMessage `json:"headers"`
+	AllowLinkLocal bool                       `json:"allow_link_local"`
+	// Tools, Prompts and Resources are the backend's naming rules
+	// ({"include": [...], "exclude": [...], "rename": {...}}), as in the
+	// config file; absent: none. Like every field, they replace the
+	// backend's previous ones.
+	Tools     naming.Rules `json:"tools"`
+	Prompts   naming.Rules `json:"prompts"`
+	Resources naming.Rules `json:"resources"`
 }
 
 func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
@@ -120,17 +164,26 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: body: %w", group, name, err))
 		return
 	}
-	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport}
-	err := c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
+	headers, err := config.ParseHeadersJSON(body.Headers)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
+		return
+	}
+	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport, Headers: headers, AllowLinkLocal: body.AllowLinkLocal,
+		Tools: body.Tools, Prompts: body.Prompts, Resources: body.Resources}
+	err = c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
 		return
 	}
 	want := c.Fleet()
 	cfg, _ := want.Backend(group, name)
+	spec := want.Naming(group)
 	c.answerGeneration(w, r.Context(), func(s *events.State) bool {
 		be := s.Backend(group, name)
-		return be != nil && be.Config.URL == cfg.URL && be.Config.Transport == cfg.Transport
+		return be != nil && be.Config.URL == cfg.URL && be.Config.Transport == cfg.Transport &&
+			be.Config.Headers.Equal(cfg.Headers) && be.Config.AllowLinkLocal == cfg.AllowLinkLocal &&
+			s.Group(group).NamingSpec().Equal(spec)
 	})
 }
 
@@ -141,7 +194,35 @@ func (c *Controller) deleteBackend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), fmt.Errorf("DELETE backend %s/%s: %w", group, name, err))
 		return
 	}
-	c.answerGeneration(w, r.Context(), func(s *events.State) bool { return s.Backend(group, name) == nil })
+	spec := c.Fleet().Naming(group)
+	c.answerGeneration(w, r.Context(), func(s *events.State) bool {
+		return s.Backend(group, name) == nil && s.Group(group).NamingSpec().Equal(spec)
+	})
+}
+
+// refreshBackend has the leader probe and rediscover one backend now
+// (202 when asked; 404 for a backend the fleet does not have).
+func (c *Controller) refreshBackend(w http.ResponseWriter, r *http.Request) {
+	key := BackendKey{Group: r.PathValue("group"), Name: r.PathValue("name")}
+	n, err := c.Refresh(r.Context(), func(k BackendKey) bool { return k == key })
+	switch {
+	case err != nil:
+		writeError(w, statusOf(err), fmt.Errorf("refresh backend %s: %w", key, err))
+	case n == 0:
+		writeError(w, http.StatusNotFound, fmt.Errorf("refresh backend %s: %w", key, config.ErrNotFound))
+	default:
+		writeJSON(w, http.StatusAccepted, map[string]int{"refreshed": n})
+	}
+}
+
+// refreshAll has the leader probe and rediscover every backend now.
+func (c *Controller) refreshAll(w http.ResponseWriter, r *http.Request) {
+	n, err := c.Refresh(r.Context(), func(BackendKey) bool { return true })
+	if err != nil {
+		writeError(w, statusOf(err), fmt.Errorf("refresh: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int{"refreshed": n})
 }
 
 // answerGeneration waits until the log reflects the change and answers
@@ -171,26 +252,23 @@ func (c *Controller) answerGeneration(w http.ResponseWriter, ctx context.Context
 func (c *Controller) getView(w http.ResponseWriter, r *http.Request) {
 	group := r.PathValue("group")
 	s := c.reader.State()
-	v := GroupView(s.Group(group), c.Fleet().Aggregation.Separator, nil)
-	out := ViewJSON{Generation: s.Generation, Digest: v.Digest, Tools: make([]json.RawMessage, 0, len(v.Tools))}
+	if c.merged != nil {
+		s = c.merged.State()
+	}
+	v := c.groupView(s, group)
+	out := ViewJSON{Generation: s.Generation, Regions: s.Regions, Digest: v.Digest, Tools: make([]json.RawMessage, 0, len(v.Tools))}
 	for _, t := range v.Tools {
 		out.Tools = append(out.Tools, t.Def)
 	}
 	writeJSON(w, 200, out)
 }
 
-// GroupView aggregates the advertisable backends of a group (those with a
-// catalog) into the view a passthrough edge serves.
+// GroupView aggregates the group into the view a passthrough edge serves
+// (fromstate.View): the advertisable backends with a catalog, named by the
+// group's naming in the log (sep is the fallback separator of a log without
+// one) over every backend with a known catalog.
 func GroupView(g *events.Group, sep string, prev *catalog.View) *catalog.View {
-	var srcs []catalog.Source
-	for _, name := range g.BackendNames() {
-		b := g.Backends[name]
-		if b.Advertisable && b.Catalog != nil {
-			srcs = append(srcs, catalog.Source{Backend: name, Tools: b.Catalog.Tools,
-				Resources: b.Catalog.Resources, Prompts: b.Catalog.Prompts})
-		}
-	}
-	return catalog.Aggregate(srcs, &catalog.AggregateOptions{Separator: sep, Previous: prev})
+	return fromstate.View(g, sep, prev)
 }
 
 func (c *Controller) getEvents(w http.ResponseWriter, r *http.Request) {

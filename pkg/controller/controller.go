@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetgate/fleetgate/pkg/config"
@@ -18,6 +19,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/leader"
 	"github.com/fleetgate/fleetgate/pkg/prober"
+	"github.com/fleetgate/fleetgate/pkg/region"
 )
 
 // Options configure a Controller. Fields marked required must be set.
@@ -43,6 +45,15 @@ type Options struct {
 	Logger     *zerolog.Logger
 	// HTTPClient for probes; nil uses the default transport.
 	HTTPClient *http.Client
+	// TracerProvider receives the probe and publication spans (package
+	// tracing); nil: the global one, a no-op unless tracing is on.
+	TracerProvider trace.TracerProvider
+	// Regions, in a multi-region fleet, lists every region (this one
+	// included): GET /v1/groups/{group}/view then serves the view merged
+	// from every region's log in JetStream (this region's own and the
+	// local mirrors, docs/regions.md) and names the generation vector it
+	// reflects. Fewer than two: the view of Log alone.
+	Regions []string
 }
 
 // Controller probes the fleet's backends and publishes every change to the
@@ -53,6 +64,7 @@ type Controller struct {
 	zl      zerolog.Logger
 	outbox  *events.Outbox
 	reader  *events.Reader
+	merged  *region.Follower // nil: one region (Options.Regions)
 	elector *leader.Elector
 	metrics *Metrics
 	evm     *events.Metrics
@@ -64,6 +76,7 @@ type Controller struct {
 	fleet    *config.Fleet
 	leading  bool
 	statuses map[BackendKey]liveStatus
+	views    map[string]viewCache // by group, see groupView
 }
 
 type liveStatus struct {
@@ -92,6 +105,13 @@ func New(o Options) (*Controller, error) {
 	c.reader = events.NewReader(o.Log, &events.ReaderOptions{Metrics: c.evm, OnError: func(err error) {
 		c.zl.Warn().Err(err).Msg("event log reader")
 	}})
+	if len(o.Regions) > 1 {
+		if c.merged, err = region.NewFollower(o.JetStream, o.Regions, &region.FollowerOptions{Reader: &events.ReaderOptions{
+			OnError: func(err error) { c.zl.Warn().Err(err).Msg("regional event log reader") }}}); err != nil {
+			ob.Close()
+			return nil, fmt.Errorf("controller %s: %w", o.ID, err)
+		}
+	}
 	el, err := leader.New(o.JetStream, o.ID, &leader.Options{TTL: o.LeaseTTL, Replicas: o.Replicas})
 	if err != nil {
 		ob.Close()
@@ -107,7 +127,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.outbox.Close()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.reader.Run(ctx) })
+	if c.merged != nil {
+		g.Go(func() error { return c.merged.Run(ctx) })
+	}
 	g.Go(func() error { return c.elector.Run(ctx) })
+	g.Go(func() error { return c.logCollisions(ctx) })
 	g.Go(func() error {
 		for {
 			lead, term, err := c.elector.Await(ctx)
@@ -175,7 +199,8 @@ func desiredOf(f *config.Fleet) map[BackendKey]events.BackendConfig {
 	out := map[BackendKey]events.BackendConfig{}
 	for _, g := range f.Groups {
 		for _, b := range g.Backends {
-			out[BackendKey{g.Name, b.Name}] = events.BackendConfig{URL: b.URL, Transport: b.Transport}
+			out[BackendKey{g.Name, b.Name}] = events.BackendConfig{URL: b.URL, Transport: b.Transport,
+				Headers: b.Headers.Clone(), AllowLinkLocal: b.AllowLinkLocal}
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -20,6 +21,7 @@ func (k BackendKey) String() string { return k.Group + "/" + k.Name }
 // Discovered is a backend's catalog as the prober found it.
 type Discovered struct {
 	Tools, Resources, Prompts []json.RawMessage
+	ResourceTemplates         []json.RawMessage
 	InvalidTools              []events.InvalidTool
 	Digest                    string
 }
@@ -42,12 +44,33 @@ type Core struct {
 	// expected is the log's state once every event Ready returned is
 	// stored (generations aside).
 	expected map[BackendKey]*expectedBackend
+	// pol is the desired and expected tool policy.
+	pol policyState
+	// names is the desired and expected naming of each group.
+	names namingState
+}
+
+// policyState reconciles the fleet's authorization section like the
+// membership: desired (the config, or the last PUT) against expected
+// (the log), compared by digest ("" for no section).
+type policyState struct {
+	known          bool // SetPolicy was called: until then Ready leaves the log's policy alone
+	desired        *policy.Section
+	desiredDigest  string
+	expectedDigest string
 }
 
 type backendState struct {
 	tracker *health.Tracker
 	coal    *health.Coalescer[bool]
 	catalog *Discovered
+	// eff is the last offered advertisability and effAt the time of the
+	// input that made it so: the age of a health event's change.
+	eff   bool
+	effAt time.Time
+	// trace is the traceparent of the last traced observation: the cause
+	// its health event carries (package tracing).
+	trace string
 }
 
 type expectedBackend struct {
@@ -69,12 +92,16 @@ func NewCore(policy health.Policy, logState *events.State) *Core {
 	if logState == nil {
 		return c
 	}
+	if a := logState.Authorization; a != nil {
+		c.pol.expectedDigest = a.Digest
+	}
+	c.names.expected = expectedNaming(logState)
 	for _, g := range logState.Groups {
 		for _, b := range g.Backends {
 			e := &expectedBackend{config: b.Config, status: b.Status, advertisable: b.Advertisable}
 			if b.Catalog != nil {
 				e.catalog = &Discovered{Tools: b.Catalog.Tools, Resources: b.Catalog.Resources,
-					Prompts: b.Catalog.Prompts, Digest: b.Catalog.Digest, InvalidTools: b.Catalog.InvalidTools}
+					Prompts: b.Catalog.Prompts, ResourceTemplates: b.Catalog.ResourceTemplates, Digest: b.Catalog.Digest, InvalidTools: b.Catalog.InvalidTools}
 			}
 			c.expected[BackendKey{g.Name, b.Name}] = e
 		}
@@ -104,10 +131,21 @@ func (c *Core) SetDesired(desired map[BackendKey]events.BackendConfig) {
 				initial = e.advertisable
 				b.catalog = e.catalog
 			}
-			b.coal = health.NewCoalescer(c.policy.Debounce, initial)
+			// A withdrawal is never held: a dead backend stays advertised
+			// for no one; a recovery is coalesced.
+			b.coal = health.NewCoalescer(c.policy.Debounce, initial).Urgent(false)
 			c.backends[k] = b
 		}
 	}
+}
+
+// SetPolicy sets the desired authorization section (nil: none). Ready
+// publishes it when it differs from the log's, on start as after a reload
+// or an admin PUT.
+func (c *Core) SetPolicy(s *policy.Section) {
+	c.pol.known = true
+	c.pol.desired = s.Clone()
+	c.pol.desiredDigest = s.Digest()
 }
 
 // Desired returns the desired membership.
@@ -121,8 +159,30 @@ func (c *Core) Observe(k BackendKey, o health.Observation) health.Transition {
 		return health.Transition{}
 	}
 	tr := b.tracker.Step(o)
-	b.coal.Offer(o.At, c.effective(b))
+	if o.Traceparent != "" {
+		b.trace = o.Traceparent
+	}
+	b.offer(o.At, c.effective(b))
 	return tr
+}
+
+// offer passes the backend's effective advertisability to its coalescer
+// and notes when it last changed.
+func (b *backendState) offer(at time.Time, eff bool) {
+	if eff != b.eff || b.effAt.IsZero() {
+		b.eff, b.effAt = eff, at
+	}
+	b.coal.Offer(at, eff)
+}
+
+// ObservedAt returns when the input that made a backend's current
+// advertisability was observed (zero for an unknown backend): a health
+// event's age at the probe.
+func (c *Core) ObservedAt(k BackendKey) time.Time {
+	if b := c.backends[k]; b != nil {
+		return b.effAt
+	}
+	return time.Time{}
 }
 
 // Catalog records a backend's discovered catalog.
@@ -132,7 +192,7 @@ func (c *Core) Catalog(k BackendKey, d Discovered, now time.Time) {
 		return
 	}
 	b.catalog = &d
-	b.coal.Offer(now, c.effective(b))
+	b.offer(now, c.effective(b))
 }
 
 // effective is what the fleet should be told: the one advertisability
@@ -171,10 +231,17 @@ func (c *Core) Status(k BackendKey) (health.Status, string, bool) {
 }
 
 // Ready returns the events that bring the log to the desired and observed
-// state, in a deterministic order (removals, additions, catalogs, health),
-// and records them as expected.
+// state, in a deterministic order (removals, additions, naming, catalogs,
+// health), and records them as expected.
+//
+// A policy change comes first: it applies to the whole fleet, and the
+// backends the same batch adds are not advertised before later events.
 func (c *Core) Ready(now time.Time) []*eventspb.Event {
 	var out []*eventspb.Event
+	if c.pol.known && c.pol.desiredDigest != c.pol.expectedDigest {
+		out = append(out, events.NewPolicyChanged(now, c.pol.desired))
+		c.pol.expectedDigest = c.pol.desiredDigest
+	}
 	for _, k := range sortedKeys(c.expected) {
 		if _, ok := c.desired[k]; !ok {
 			out = append(out, events.NewBackendRemoved(now, k.Group, k.Name, c.expected[k].config))
@@ -184,7 +251,7 @@ func (c *Core) Ready(now time.Time) []*eventspb.Event {
 	for _, k := range sortedKeys(c.desired) {
 		cfg := c.desired[k]
 		e := c.expected[k]
-		if e == nil || e.config != cfg {
+		if e == nil || !e.config.Equal(cfg) {
 			out = append(out, events.NewBackendAdded(now, k.Group, k.Name, cfg))
 			if e == nil {
 				e = &expectedBackend{status: string(health.Unknown)}
@@ -193,12 +260,15 @@ func (c *Core) Ready(now time.Time) []*eventspb.Event {
 			e.config = cfg
 		}
 	}
+	// Naming after the additions (a spec lists the group's backends) and
+	// before the catalogs, so that no catalog is ever named by a stale spec.
+	out = append(out, c.namingEvents(now)...)
 	for _, k := range sortedKeys(c.desired) {
 		b, e := c.backends[k], c.expected[k]
 		if b.catalog != nil && !sameCatalog(b.catalog, e.catalog) {
 			ev, err := events.NewCatalogChanged(now, k.Group, k.Name, &events.Catalog{
 				Tools: b.catalog.Tools, Resources: b.catalog.Resources, Prompts: b.catalog.Prompts,
-				Digest: b.catalog.Digest, InvalidTools: b.catalog.InvalidTools})
+				ResourceTemplates: b.catalog.ResourceTemplates, Digest: b.catalog.Digest, InvalidTools: b.catalog.InvalidTools})
 			if err == nil {
 				out = append(out, ev)
 				e.catalog = b.catalog
@@ -210,7 +280,9 @@ func (c *Core) Ready(now time.Time) []*eventspb.Event {
 		adv := b.coal.Published()
 		if adv != e.advertisable {
 			to := string(b.tracker.Status())
-			out = append(out, events.NewHealthChanged(now, k.Group, k.Name, e.status, to, adv, b.tracker.Reason()))
+			ev := events.NewHealthChanged(now, k.Group, k.Name, e.status, to, adv, b.tracker.Reason())
+			ev.Traceparent = b.trace
+			out = append(out, ev)
 			e.status, e.advertisable = to, adv
 		}
 	}
@@ -222,6 +294,7 @@ func sameCatalog(a, b *Discovered) bool {
 		return a == b
 	}
 	return a.Digest == b.Digest && sameDefs(a.Resources, b.Resources) && sameDefs(a.Prompts, b.Prompts) &&
+		sameDefs(a.ResourceTemplates, b.ResourceTemplates) &&
 		len(a.InvalidTools) == len(b.InvalidTools)
 }
 

@@ -10,12 +10,17 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/prober"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
 // command is a membership change sent to the leader's loop.
 type command struct {
 	apply func(f *config.Fleet) error
 	reply chan error
+	// refresh, instead of apply, selects the backends to probe and
+	// rediscover now; refreshed gets how many were.
+	refresh   func(BackendKey) bool
+	refreshed chan int
 }
 
 type observation struct {
@@ -29,6 +34,7 @@ type discovered struct {
 }
 
 type runningProber struct {
+	p      *prober.Prober
 	cfg    events.BackendConfig
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -44,7 +50,8 @@ func (c *Controller) lead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	relay := events.NewRelay(c.outbox, writer, &events.RelayOptions{Metrics: c.evm, Logger: &c.zl})
+	relay := events.NewRelay(c.outbox, writer, &events.RelayOptions{Metrics: c.evm, Logger: &c.zl,
+		TracerProvider: c.opts.TracerProvider})
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- relay.Run(ctx) }()
 	defer func() { cancel(); <-relayDone }()
@@ -64,6 +71,12 @@ func (c *Controller) lead(ctx context.Context) error {
 	}
 	policy, _ := c.Fleet().Health.Resolve()
 	core := NewCore(policy, start)
+	// The config was checked without catalogs when it was loaded; under
+	// the manual strategy, a collision with the catalogs the log knows is
+	// reported here (the names are withheld until the config settles it).
+	if err := checkManual(c.Fleet(), start); err != nil {
+		c.zl.Error().Err(err).Msg("naming: the config's manual strategy meets a collision in the known catalogs; the contested names are withheld")
+	}
 
 	obsCh := make(chan observation, 1024)
 	catCh := make(chan discovered, 64)
@@ -77,8 +90,11 @@ func (c *Controller) lead(ctx context.Context) error {
 		}
 	}()
 	sync := func() {
-		desired := desiredOf(c.Fleet())
+		fleet := c.Fleet()
+		desired := desiredOf(fleet)
 		core.SetDesired(desired)
+		core.SetPolicy(fleet.Authorization)
+		core.SetNaming(namingOf(fleet))
 		c.syncProbers(ctx, probers, desired, policy, obsCh, catCh)
 	}
 	sync()
@@ -90,6 +106,7 @@ func (c *Controller) lead(ctx context.Context) error {
 			if err := c.outbox.Append(evs...); err != nil {
 				return fmt.Errorf("append %d events: %w", len(evs), err)
 			}
+			c.changeAges(core, evs)
 		}
 		c.publishStatuses(core)
 		if d, ok := core.Deadline(); ok {
@@ -115,6 +132,17 @@ func (c *Controller) lead(ctx context.Context) error {
 		case <-timer.C:
 			core.Tick(time.Now())
 		case cmd := <-c.cmds:
+			if cmd.refresh != nil {
+				n := 0
+				for k, p := range probers {
+					if cmd.refresh(k) {
+						p.p.Refresh()
+						n++
+					}
+				}
+				cmd.refreshed <- n
+				continue
+			}
 			err := c.applyCommand(cmd)
 			if err == nil {
 				sync()
@@ -146,6 +174,11 @@ func (c *Controller) applyCommand(cmd command) error {
 	if err := cmd.apply(next); err != nil {
 		return err
 	}
+	// Under the manual strategy a collision in the known catalogs is a
+	// config error, at reload as at an admin PUT.
+	if err := checkManual(next, c.reader.State()); err != nil {
+		return err
+	}
 	c.fleet = next
 	return nil
 }
@@ -155,7 +188,7 @@ func (c *Controller) applyCommand(cmd command) error {
 func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*runningProber, desired map[BackendKey]events.BackendConfig,
 	policy health.Policy, obsCh chan observation, catCh chan discovered) {
 	for k, p := range probers {
-		if cfg, ok := desired[k]; !ok || cfg != p.cfg {
+		if cfg, ok := desired[k]; !ok || !cfg.Equal(p.cfg) {
 			p.cancel()
 			<-p.done
 			delete(probers, k)
@@ -168,7 +201,8 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 		pctx, cancel := context.WithCancel(ctx)
 		rp := &runningProber{cfg: cfg, cancel: cancel, done: make(chan struct{})}
 		key := k
-		p := prober.New(prober.Target{Group: k.Group, Name: k.Name, URL: cfg.URL, Transport: cfg.Transport}, prober.Sink{
+		p := prober.New(prober.Target{Group: k.Group, Name: k.Name, URL: cfg.URL, Transport: cfg.Transport,
+			Headers: cfg.Headers, AllowLinkLocal: cfg.AllowLinkLocal}, prober.Sink{
 			Observe: func(_ prober.Target, o health.Observation) {
 				select {
 				case obsCh <- observation{key, o}:
@@ -181,7 +215,9 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 				case <-pctx.Done():
 				}
 			},
-		}, &prober.Options{Policy: policy, Logger: &c.zl, Metrics: c.pm, HTTPClient: c.opts.HTTPClient})
+		}, &prober.Options{Policy: policy, Logger: &c.zl, Metrics: c.pm, HTTPClient: c.opts.HTTPClient,
+			TracerProvider: c.opts.TracerProvider})
+		rp.p = p
 		go func() {
 			defer close(rp.done)
 			if err := p.Run(pctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -193,7 +229,8 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 }
 
 func toDiscovered(cat prober.Catalog) Discovered {
-	d := Discovered{Tools: cat.Tools, Resources: cat.Resources, Prompts: cat.Prompts, Digest: cat.Digest}
+	d := Discovered{Tools: cat.Tools, Resources: cat.Resources, Prompts: cat.Prompts,
+		ResourceTemplates: cat.ResourceTemplates, Digest: cat.Digest}
 	for _, it := range cat.InvalidTools {
 		d.InvalidTools = append(d.InvalidTools, events.InvalidTool{Name: it.Name, Reason: it.Reason})
 	}
@@ -235,6 +272,28 @@ func (c *Controller) submit(ctx context.Context, apply func(f *config.Fleet) err
 	}
 }
 
+// Refresh has the leader probe and rediscover the backends keep selects
+// now, and returns how many it asked.
+func (c *Controller) Refresh(ctx context.Context, keep func(BackendKey) bool) (int, error) {
+	if !c.Leading() {
+		return 0, ErrNotLeader
+	}
+	cmd := command{refresh: keep, refreshed: make(chan int, 1)}
+	select {
+	case c.cmds <- cmd:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(5 * time.Second):
+		return 0, ErrNotLeader
+	}
+	select {
+	case n := <-cmd.refreshed:
+		return n, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
 // ErrNotLeader is returned for changes sent to a standby.
 var ErrNotLeader = errors.New("this controller is not the leader")
 
@@ -257,4 +316,19 @@ func (c *Controller) Reload(ctx context.Context) error {
 		*cur = *f
 		return nil
 	})
+}
+
+// changeAges records the age of the changes of events just stored in the
+// outbox: health events at the probe (from the observation that caused
+// them) and every event at the outbox (from its time).
+func (c *Controller) changeAges(core *Core, evs []*eventspb.Event) {
+	for _, ev := range evs {
+		at := ev.GetTime().AsTime()
+		if ev.GetHealthChanged() != nil {
+			if obs := core.ObservedAt(BackendKey{ev.GetGroup(), ev.GetBackend()}); !obs.IsZero() {
+				c.evm.ChangeAge(events.HopObserved, at.Sub(obs))
+			}
+		}
+		c.evm.ChangeAge(events.HopOutbox, time.Since(at))
+	}
 }

@@ -44,6 +44,11 @@ type Record struct {
 	// now, and CurrentGeneration the catalog generation it belongs to.
 	CurrentDigest     string `json:"current_digest,omitempty"`
 	CurrentGeneration uint64 `json:"current_generation"`
+	// CurrentRegions is, for a view merged from several regions' logs, the
+	// generation of each region's log that view reflects (then
+	// CurrentGeneration is their sum, an order, not a log position); nil
+	// for a view of one log.
+	CurrentRegions map[string]uint64 `json:"current_regions,omitempty"`
 
 	// pending holds the tools served by the traversal in progress. It is
 	// never serialised: a record that was reloaded mid-traversal detects the

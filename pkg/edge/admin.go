@@ -11,6 +11,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/convergence"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+	"github.com/fleetgate/fleetgate/pkg/region"
 )
 
 // SessionInfo is one session as GET /v1/sessions reports it.
@@ -21,6 +23,10 @@ type SessionInfo struct {
 	// AppliedGeneration is the generation of the fleet state whose view
 	// the session was last given (or found current at).
 	AppliedGeneration uint64 `json:"applied_generation"`
+	// AppliedRegions is, on an edge serving merged regional logs, the
+	// generation of each region's log that view reflects
+	// (AppliedGeneration is then their sum); absent on one log.
+	AppliedRegions map[string]uint64 `json:"applied_regions,omitempty"`
 	// Digest is the catalog digest of the tools the session is served.
 	Digest string `json:"digest"`
 	// Verdict is the convergence verdict of the session's evidence
@@ -39,6 +45,7 @@ type SessionInfo struct {
 type ViewInfo struct {
 	Group      string              `json:"group"`
 	Generation uint64              `json:"generation"`
+	Regions    map[string]uint64   `json:"regions,omitempty"` // merged regional logs: each one's generation
 	Digest     string              `json:"digest"`
 	Tools      []string            `json:"tools"`
 	Collisions []catalog.Collision `json:"collisions"`
@@ -63,29 +70,45 @@ func (e *Edge) Sessions() []SessionInfo {
 	return out
 }
 
-func (e *Edge) info(s *session, cur *served) SessionInfo {
+func (e *Edge) info(s *session, cur *view.Served) SessionInfo {
 	s.mu.Lock()
 	ap := s.applied
 	s.mu.Unlock()
-	gen := ap.gen
+	gen, regions := ap.Gen, ap.Regions
+	target := e.confirmedVector()
 	if ap == cur {
 		gen = max(gen, e.confirmed.Load())
+		regions = target
 	}
 	s.rec.mu.Lock()
 	conv := s.rec.rec.Convergence
 	s.rec.mu.Unlock()
 	verdict, reason := convergence.Explain(conv)
+	if target != nil {
+		// A view merged from regional logs: converged only when it
+		// reflects every region's generation the edge has confirmed.
+		verdict, reason = region.Verdict(verdict, reason, regions, target)
+	}
 	return SessionInfo{ID: s.id, Kind: s.kind, ProtocolVersion: s.protocolVersion(), AppliedGeneration: gen,
-		Digest: ap.view.Digest, Verdict: string(verdict), VerdictReason: reason, Created: time.Unix(0, s.created),
-		Tools: len(ap.tools), Edge: e.opts.ID}
+		AppliedRegions: regions, Digest: ap.Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
+		Created: time.Unix(0, s.created), Tools: len(ap.Tools), Edge: e.opts.ID}
+}
+
+// confirmedVector is the regional vector of the confirmed state (nil on
+// one log).
+func (e *Edge) confirmedVector() region.Vector {
+	if p := e.confirmedRegions.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // View returns the summary of the served view.
 func (e *Edge) View() ViewInfo {
 	cur := e.current()
-	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.gen, e.confirmed.Load()), Digest: cur.view.Digest,
-		Collisions: cur.view.Collisions, Rejected: cur.view.Rejected, Dropped: cur.dropped, Tools: []string{}}
-	for _, t := range cur.view.Tools {
+	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmedVector(), Digest: cur.Catalog.Digest,
+		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}}
+	for _, t := range cur.Catalog.Tools {
 		v.Tools = append(v.Tools, t.Exposed)
 	}
 	return v

@@ -70,7 +70,15 @@ func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admiss
 // body is read whole (within the gate's limit, under the body deadline)
 // and left in r.Body as a wholeBody, so that no one reads it twice. It
 // reports false after writing the refusal.
-func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) bool {
+// release gives back the concurrent call slot the request holds (a
+// tools/call under a concurrency limit) once its response is written.
+func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Request, release func(), ok bool) {
+	// The bearer token first: an unauthenticated body is not read.
+	r, f := e.authenticate(r)
+	if f != nil {
+		e.refuse(w, r, f)
+		return r, noRelease, false
+	}
 	var body []byte
 	var rest io.Reader // the unread part of a body over the limit
 	truncated := false
@@ -86,7 +94,7 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) bool {
 			if err != nil && !errors.Is(err, mcpwire.ErrTooLarge) {
 				e.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
 					Err: errBodyUnread})
-				return false
+				return r, noRelease, false
 			}
 			if truncated = err != nil; truncated {
 				rest = r.Body
@@ -100,9 +108,14 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) bool {
 			e.drain(w, rest)
 		}
 		e.refuse(w, r, d.Refusal)
-		return false
+		return r, noRelease, false
 	}
-	return true
+	release, f = e.limitRequest(r, body)
+	if f != nil {
+		e.refuse(w, r, f)
+		return r, noRelease, false
+	}
+	return r, release, true
 }
 
 // drain reads and drops what is left of a body refused as too large, up
@@ -120,6 +133,7 @@ func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
 // admitLane runs the gate for a request read on a call lane (its body
 // read whole already). A refused request goes back to the server, whose
 // handler asks the gate again and writes the refusal.
+// Its token was verified already (Edge.authenticate, on the head).
 func (e *Edge) admitLane(r *http.Request) bool {
 	wb, _ := r.Body.(*wholeBody)
 	if wb == nil {
@@ -157,6 +171,9 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	if logIt {
 		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
 			Msg("request refused (logged once a minute per client and reason)")
+	}
+	for k, v := range f.Header {
+		w.Header()[k] = v
 	}
 	if f.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))

@@ -22,6 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/jsontest"
 )
 
 // percentile returns the q-quantile (0..1) of sorted durations.
@@ -160,7 +162,7 @@ func BenchmarkToolCallProxy(b *testing.B) {
 		b.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	rp.Transport = newConnTransport(http.DefaultTransport.(*http.Transport).Clone())
+	rp.Transport = h1.NewTransport(http.DefaultTransport.(*http.Transport).Clone())
 	proxySrv := httptest.NewServer(rp)
 	b.Cleanup(proxySrv.Close)
 	proxied := connect(b, proxySrv.URL+target.Path, "2025-11-25")
@@ -176,8 +178,7 @@ func BenchmarkToolCallAlternating(b *testing.B) {
 	f := newFleet(b)
 	be := startBackend(b, "alpha", nil)
 	f.healthyBackend("default", be)
-	lanes, plain := startEdge(b, f, nil), startEdge(b, f, nil)
-	plain.noLanes.Store(true)
+	lanes, plain := startEdge(b, f, nil), startEdge(b, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{noLanes: true}})
 	list := func(cs *mcp.ClientSession) time.Duration {
 		start := time.Now()
 		if _, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{}); err != nil {
@@ -218,7 +219,7 @@ func call(b *testing.B, cs *mcp.ClientSession, name string) time.Duration {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": "bench"}})
 	d := time.Since(start)
 	if err != nil || res.IsError {
-		b.Fatalf("call %s: %v %+v", name, err, res)
+		b.Fatalf("call %s: %v %+v %s", name, err, res, text0(res))
 	}
 	return d
 }
@@ -431,7 +432,7 @@ func openRawSession(url string, notified func()) (func(), error) {
 // openRawListen opens a 2026-07-28 subscriptions/listen stream for tools
 // with plain HTTP and reads it line by line.
 func openRawListen(url string, notified func()) (func(), error) {
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(listenBody("1", `{"toolsListChanged":true}`)))
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(jsontest.ListenBody("1", `{"toolsListChanged":true}`)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
@@ -495,13 +496,7 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 		last = append(last, worst)
 	}
-	slices.Sort(all)
-	slices.Sort(last)
-	b.ReportMetric(float64(n), "sessions")
-	b.ReportMetric(float64(percentile(all, 0.5).Microseconds())/1000, "each-p50-ms")
-	b.ReportMetric(float64(percentile(all, 0.99).Microseconds())/1000, "each-p99-ms")
-	b.ReportMetric(float64(percentile(last, 0.5).Microseconds())/1000, "last-p50-ms")
-	b.ReportMetric(float64(percentile(last, 0.99).Microseconds())/1000, "last-p99-ms")
+	reportFanOut(b, n, all, last)
 }
 
 // demoOpts gives the fan-out and memory benchmarks a 20-tool backend.
@@ -547,3 +542,83 @@ func memInUse() uint64 {
 }
 
 func demobackendOptions(extra int) demobackend.Options { return demobackend.Options{ExtraTools: extra} }
+
+// text0 is res's first text content ("" without one).
+func text0(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// BenchmarkFanOutTwoEdges is BenchmarkFanOut with the N sessions split
+// over two edges following one event log (each with its own client
+// fleet): the time from an event's publication to each session's
+// tools/list_changed, on whichever edge holds it.
+func BenchmarkFanOutTwoEdges(b *testing.B) {
+	n := benchSessions(b)
+	f := newFleet(b)
+	be := startBackend(b, "alpha", &demoOpts)
+	f.healthyBackend("default", be)
+	type note struct {
+		i  int
+		at int64
+	}
+	notes := make(chan note, 1024)
+	for k := range 2 {
+		e := startEdge(b, f, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
+		cf := startClientFleet(b, e.MCPURL(), n/2)
+		eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n/2 })
+		go func() {
+			for cf.lines.Scan() {
+				var i int
+				var at int64
+				if _, err := fmt.Sscanf(cf.lines.Text(), "%d %d", &i, &at); err == nil {
+					notes <- note{k*n + i, at}
+				}
+			}
+		}()
+	}
+	total := 2 * (n / 2)
+	var all, last []time.Duration
+	up := true
+	for b.Loop() {
+		up = !up
+		t0 := time.Now()
+		f.health("default", "alpha", up)
+		seen := make(map[int]bool, total)
+		var worst time.Duration
+		timeout := time.After(time.Minute)
+		for len(seen) < total {
+			select {
+			case nt := <-notes:
+				if seen[nt.i] {
+					b.Fatalf("client %d notified twice for one event", nt.i)
+				}
+				seen[nt.i] = true
+				d := time.Unix(0, nt.at).Sub(t0)
+				all = append(all, d)
+				worst = max(worst, d)
+			case <-timeout:
+				b.Fatalf("%d of %d sessions notified", len(seen), total)
+			}
+		}
+		last = append(last, worst)
+	}
+	reportFanOut(b, total, all, last)
+}
+
+// reportFanOut reports a fan-out's figures: the sessions, p50 and p99 of
+// every session's notification and of the last one per event.
+func reportFanOut(b *testing.B, sessions int, all, last []time.Duration) {
+	slices.Sort(all)
+	slices.Sort(last)
+	b.ReportMetric(float64(sessions), "sessions")
+	b.ReportMetric(float64(percentile(all, 0.5).Microseconds())/1000, "each-p50-ms")
+	b.ReportMetric(float64(percentile(all, 0.99).Microseconds())/1000, "each-p99-ms")
+	b.ReportMetric(float64(percentile(last, 0.5).Microseconds())/1000, "last-p50-ms")
+	b.ReportMetric(float64(percentile(last, 0.99).Microseconds())/1000, "last-p99-ms")
+}

@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/valyala/fastjson"
-
+	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -23,7 +22,7 @@ func BenchmarkFastCallParse(b *testing.B) {
 		data := []byte(body)
 		b.Run(name+"/unchecked", func(b *testing.B) {
 			for b.Loop() {
-				if _, ok := parseFastMessage(data); !ok {
+				if _, ok := fastpath.ParseMessage(data); !ok {
 					b.Fatal("not parsed")
 				}
 			}
@@ -33,41 +32,10 @@ func BenchmarkFastCallParse(b *testing.B) {
 				if mcpwire.Check(data, mcpwire.MaxDepth) != nil {
 					b.Fatal("refused")
 				}
-				if _, ok := parseFastMessage(data); !ok {
+				if _, ok := fastpath.ParseMessage(data); !ok {
 					b.Fatal("not parsed")
 				}
 			}
 		})
 	}
-}
-
-// BenchmarkHostileFastParse is what 2 KB of invalid JSON nested 1,000 deep
-// costs the fast paths' validation: fastJSON (the depth check, then
-// encoding/json's linear validator) against fastjson's validator, which
-// the fast paths used before and whose error texts grow with the square
-// of the depth.
-func BenchmarkHostileFastParse(b *testing.B) {
-	data := []byte(strings.Repeat("[", 1000) + "x" + strings.Repeat("]", 1000))
-	at := []byte(strings.Repeat("[", fastValidateDepth) + "x" + strings.Repeat("]", fastValidateDepth))
-	b.Run("fastJSON", func(b *testing.B) {
-		for b.Loop() {
-			if fastJSON(data) {
-				b.Fatal("taken")
-			}
-		}
-	})
-	b.Run("fastJSON/at-fastjson-depth", func(b *testing.B) {
-		for b.Loop() {
-			if fastJSON(at) {
-				b.Fatal("taken")
-			}
-		}
-	})
-	b.Run("fastjson.ValidateBytes", func(b *testing.B) {
-		for b.Loop() {
-			if fastjson.ValidateBytes(data) == nil {
-				b.Fatal("taken")
-			}
-		}
-	})
 }

@@ -15,17 +15,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fleetgate/fleetgate/pkg/adminauth"
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
 // Options configure an Edge. A nil *Options means defaults.
 type Options struct {
+	// paths turns hand-written paths off, so that tests and benchmarks
+	// can compare them with the go-sdk's (unexported: not a setting).
+	paths pathSwitches
 	// ID is the edge instance id (logs, server info); default "edge".
 	ID string
 	// Group is the backend group served; default "default".
@@ -72,6 +80,15 @@ type Options struct {
 	// TokenInfo.UserID takes precedence when an auth middleware sets one);
 	// with a header configured, a request without it is refused (401).
 	IdentityHeader string
+	// Auth makes the edge an OAuth 2.1 resource server: every request needs
+	// a bearer token (nil: none). It excludes IdentityHeader.
+	Auth *AuthOptions
+	// AdminToken, when set, is the bearer token every admin request but
+	// /healthz and /readyz needs (401 otherwise); AdminAllowedHosts are the
+	// Host values the admin API answers besides loopback names with its
+	// port (403 otherwise: no DNS rebinding).
+	AdminToken        []byte
+	AdminAllowedHosts []string
 	// Records stores sessions in NATS KV so that they continue on another
 	// edge; nil keeps them on this edge only. See records.go.
 	Records *RecordOptions
@@ -97,6 +114,21 @@ type Options struct {
 	// MaxConnections caps the open MCP connections (default 16384): one
 	// more is answered 503 and closed at once.
 	MaxConnections int
+	// TracerProvider receives the edge's spans (trace.go); nil: the global
+	// one (package tracing installs it), a no-op unless tracing is on.
+	TracerProvider trace.TracerProvider
+}
+
+// DefaultMaxBackendResponse is Options.MaxBackendResponse's default.
+const DefaultMaxBackendResponse = backend.DefaultMaxResponse
+
+// pathSwitches turn the edge's own paths off; each exists only so that a
+// test or a benchmark can compare that path with what it replaces.
+type pathSwitches struct {
+	noLanes        bool // call lanes: every request is left to net/http
+	noListEvidence bool // the tools/list convergence bookkeeping (its cost)
+	goSDKListen    bool // every subscriptions/listen stream to the go-sdk
+	goSDKStateless bool // every 2026-07-28 tools/call to the go-sdk
 }
 
 func (o *Options) withDefaults() Options {
@@ -138,7 +170,7 @@ func (o *Options) withDefaults() Options {
 	}
 	c.Limits.IdentityHeader = c.IdentityHeader
 	if c.BackendHTTPClient == nil {
-		c.BackendHTTPClient = &http.Client{Transport: newConnTransport(http.DefaultTransport.(*http.Transport).Clone())}
+		c.BackendHTTPClient = &http.Client{Transport: h1.NewTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
 	if c.Logger == nil {
 		nop := zerolog.Nop()
@@ -156,29 +188,26 @@ type Edge struct {
 	opts   Options
 	log    zerolog.Logger
 	slog   *slog.Logger
-	reader *events.Reader
+	reader source // the event log, or the merged regional logs (source.go)
 	m      *metrics
 	opt    *optimizerMetrics
-	pool   *pool
+	pool   *backend.Pool
+	subs   subscriptions // resource subscriptions of this edge's sessions (subscribe.go)
 
 	mcpLn, adminLn net.Listener
 
-	recs *recorder // nil without Options.Records
-	// noListEvidence turns the tools/list convergence bookkeeping off; it
-	// exists only so that a benchmark can measure what the bookkeeping
-	// costs.
-	noListEvidence atomic.Bool
-	// goSDKListen leaves every subscriptions/listen stream to the go-sdk;
-	// it exists only so that a test can compare the edge's streams with
-	// the go-sdk's.
-	goSDKListen atomic.Bool
-	// goSDKStateless leaves every 2026-07-28 tools/call to the go-sdk; it
-	// exists only so that a test can compare the edge's answers with the
-	// go-sdk's.
-	goSDKStateless atomic.Bool
-	posting        atomic.Int64 // session POSTs in progress, their responses included
-	rm             *recordMetrics
-	digests        *digestCache
+	recs    *recorder    // nil without Options.Records
+	posting atomic.Int64 // session POSTs in progress, their responses included
+
+	// bearer verifies tokens (nil without Options.Auth); pol is the tool
+	// policy of the generation applied (nil: none, everything allowed),
+	// guard its caches.
+	bearer  *bearer
+	pol     atomic.Pointer[policy.Policy]
+	guard   *guard
+	limits  *limits // the policy's rate limits
+	rm      *recordMetrics
+	digests *digestCache
 
 	// impl and caps are shared by every session server; implJSON is impl
 	// encoded.
@@ -186,14 +215,19 @@ type Edge struct {
 	implJSON []byte
 	caps     *mcp.ServerCapabilities
 
-	empty    *served
+	empty    *view.Served
 	backends atomic.Pointer[map[string]events.BackendConfig]
 	// confirmed is the last generation at which the served view was found
 	// current (it may be newer than the view's own generation).
 	confirmed atomic.Uint64
-	ready     atomic.Bool
-	closing   atomic.Bool  // shutdown began: no stream attaches any more
-	inflight  atomic.Int64 // forwarded calls in progress
+	// confirmedRegions is, on merged regional logs, the vector of the state
+	// confirmed names (nil on one log).
+	confirmedRegions atomic.Pointer[map[string]uint64]
+	ready            atomic.Bool
+	closing          atomic.Bool  // shutdown began: no stream attaches any more
+	inflight         atomic.Int64 // forwarded calls in progress
+	tracer           trace.Tracer // trace.go; traced: it records or propagates
+	traced           bool
 
 	// fastCalls holds the cancel functions of the calls Edge.fastCall is
 	// answering, by session id and request id.
@@ -202,13 +236,14 @@ type Edge struct {
 	adm *admitter // the admission gate (admit.go)
 
 	mu         sync.Mutex
-	cur        *served
+	cur        *view.Served
 	sessions   map[string]*session
 	byIdentity map[string]int // sessions per identity ("" anonymous)
 	shared     *session       // answers 2026-07-28 requests other than listen
 
 	evMu      sync.Mutex
-	evTimes   []eventTime // events of the group not yet in a batch
+	evTimes   []eventTime  // events of the group not yet in a batch
+	evTraces  []eventTrace // their trace contexts, when traced (trace.go)
 	lastGroup *events.Group
 
 	wg sync.WaitGroup // session closes, stream attachments and call lanes
@@ -218,23 +253,31 @@ type Edge struct {
 	holdMu   sync.Mutex
 	released bool
 
-	// Call lanes (lane.go); noLanes turns them off, only so that tests
-	// and benchmarks can compare.
+	// Call lanes (lane.go).
 	handback  *laneHandback
-	noLanes   atomic.Bool
 	laneMu    sync.Mutex
 	lanes     map[*callLane]struct{}
 	lanesShut atomic.Bool // shutdown began: lanes close when idle
 }
 
 type eventTime struct {
-	gen uint64
-	at  time.Time
+	region string // "" on a single log
+	gen    uint64
+	at     time.Time
 }
 
 // New returns an edge reading log. It binds its listeners at once (so that
 // MCPURL and AdminURL are known); Run serves them.
 func New(log *events.Log, o *Options) (*Edge, error) {
+	return newEdge(o, func(e *Edge) source {
+		return events.NewReader(log, &events.ReaderOptions{Metrics: e.m.events, OnEvent: func(ev *eventspb.Event, _ *events.State) { e.onEvent("", ev) },
+			OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }})
+	})
+}
+
+// newEdge is New with the event source made by src (given the edge, its
+// metrics and logger set).
+func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	opts := o.withDefaults()
 	if opts.Mode != ModePassthrough && opts.Mode != ModeOptimizer {
 		return nil, fmt.Errorf("edge: mode %q: want %q or %q", opts.Mode, ModePassthrough, ModeOptimizer)
@@ -247,20 +290,28 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 	e.implJSON, _ = json.Marshal(e.impl) // strings only: it encodes
 	e.caps = &mcp.ServerCapabilities{
 		Tools:     &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		// Backends' log messages are relayed per client (relay.go), and
+		// completions routed by their reference (Edge.complete).
+		Logging:     &mcp.LoggingCapabilities{},
+		Completions: &mcp.CompletionCapabilities{},
 	}
-	e.empty = emptyServed()
+	e.empty = view.Empty()
 	if opts.Mode == ModeOptimizer {
 		e.opt = newOptimizerMetrics(opts.Registry)
-		e.empty.index = newToolIndex(e.empty, opts.PinnedTools, nil)
+		e.empty.Index = view.NewIndex(e.empty, opts.PinnedTools, nil)
 	}
 	e.cur = e.empty
 	e.backends.Store(&map[string]events.BackendConfig{})
-	e.pool = newPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
+	e.setTracing(opts.TracerProvider)
+	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
+	e.pool.OnResourceUpdated(e.resourceUpdated)
+	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
+		e.log.Warn().Err(err).Msg("backend credential unresolved")
+	})
 	e.rm, e.digests = newRecordMetrics(opts.Registry, e), newDigestCache()
-	e.reader = events.NewReader(log, &events.ReaderOptions{Metrics: e.m.events, OnEvent: e.onEvent,
-		OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }})
+	e.reader = src(e)
 	var err error
 	if e.mcpLn, err = net.Listen("tcp", opts.Listen); err != nil {
 		return nil, fmt.Errorf("edge: listen %s: %w", opts.Listen, err)
@@ -268,6 +319,14 @@ func New(log *events.Log, o *Options) (*Edge, error) {
 	if e.adminLn, err = net.Listen("tcp", opts.AdminListen); err != nil {
 		e.mcpLn.Close()
 		return nil, fmt.Errorf("edge: admin listen %s: %w", opts.AdminListen, err)
+	}
+	e.guard, e.limits = newGuard(opts.Registry), newLimits(opts.Registry)
+	if opts.Auth != nil {
+		if e.bearer, err = newBearer(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), opts.Registry); err != nil {
+			e.mcpLn.Close()
+			e.adminLn.Close()
+			return nil, err
+		}
 	}
 	if e.recs, err = newRecorder(e, opts.Records); err != nil {
 		e.mcpLn.Close()
@@ -291,7 +350,7 @@ func (e *Edge) AdminURL() string { return "http://" + e.adminLn.Addr().String() 
 func (e *Edge) Ready() bool { return e.ready.Load() }
 
 // current is the served view.
-func (e *Edge) current() *served {
+func (e *Edge) current() *view.Served {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.cur
@@ -310,7 +369,8 @@ func (e *Edge) Run(ctx context.Context) error {
 	defer stop()
 	mcpSrv := &http.Server{Handler: countStreaks(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
 		IdleTimeout: e.opts.IdleTimeout, ConnContext: laneConnContext}
-	adminSrv := &http.Server{Handler: e.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Token: e.opts.AdminToken,
+		AllowedHosts: e.opts.AdminAllowedHosts, ListenAddr: e.adminLn.Addr().String()}), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, ln net.Listener, what string) {
 		wg.Go(func() {
@@ -320,7 +380,11 @@ func (e *Edge) Run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { _ = e.reader.Run(ctx) })
+	wg.Go(func() {
+		if err := e.reader.Run(ctx); err != nil {
+			e.log.Error().Err(err).Msg("event log: not followed")
+		}
+	})
 	wg.Go(func() { e.follow(ctx, watch) })
 	wg.Go(func() { e.sweep(ctx, sweepEvery) })
 	stopRecords := e.startRecords()
@@ -400,37 +464,5 @@ func (e *Edge) shutdown(srv *http.Server) {
 	// record, say) may have registered sessions since: end those too.
 	closeNew()
 	closing.Wait()
-	e.pool.closeAll()
-}
-
-// onEvent notes the stream timestamp of events of the group, for the
-// event-to-notification latency.
-func (e *Edge) onEvent(ev *eventspb.Event, _ *events.State) {
-	if ev.GetGroup() != e.opts.Group {
-		return
-	}
-	e.evMu.Lock()
-	e.evTimes = append(e.evTimes, eventTime{gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
-	e.evMu.Unlock()
-}
-
-// takeEventTime removes the events up to gen and returns the oldest
-// timestamp among them (zero when none).
-func (e *Edge) takeEventTime(gen uint64) time.Time {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
-	var oldest time.Time
-	n := 0
-	for _, et := range e.evTimes {
-		if et.gen > gen {
-			e.evTimes[n] = et
-			n++
-			continue
-		}
-		if oldest.IsZero() || et.at.Before(oldest) {
-			oldest = et.at
-		}
-	}
-	e.evTimes = e.evTimes[:n]
-	return oldest
+	e.pool.CloseAll()
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/convergence"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -34,7 +36,7 @@ func (e *Edge) evidence(s *session) mcp.Middleware {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
 				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.kind != kindStateless && !e.noListEvidence.Load() {
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.kind != kindStateless && !e.opts.paths.noListEvidence {
 					cursor := ""
 					if r.Params != nil {
 						cursor = r.Params.Cursor
@@ -42,10 +44,6 @@ func (e *Edge) evidence(s *session) mcp.Middleware {
 					e.listed(s, cursor, lr, time.Now())
 				}
 				return res, err
-			case *mcp.CallToolRequest:
-				if e.opts.CallTrail != nil {
-					return e.audited(ctx, s, r, method, next)
-				}
 			}
 			return next(ctx, method, req)
 		}
@@ -72,6 +70,7 @@ func (e *Edge) initialized(s *session, r mcp.Request, ir *mcp.InitializeResult) 
 		ServerListChanged: ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged,
 	}
 	conv.SetCurrent(e.currentDigest(sv), e.generation(sv))
+	conv.CurrentRegions = e.regions(sv)
 	e.sessionCreated(s, sessionstore.OwnerHash(e.identityOf(r.GetExtra())), params, conv, time.Now())
 }
 
@@ -114,18 +113,29 @@ func declaresToolsListChanged(params json.RawMessage) bool {
 }
 
 // generation is the generation at which sv was last found current.
-func (e *Edge) generation(sv *served) uint64 {
+func (e *Edge) generation(sv *view.Served) uint64 {
 	if sv == e.current() {
-		return max(sv.gen, e.confirmed.Load())
+		return max(sv.Gen, e.confirmed.Load())
 	}
-	return sv.gen
+	return sv.Gen
+}
+
+// regions is the generation vector the evidence of a session served sv
+// names (nil on one log): the confirmed one while sv is current.
+func (e *Edge) regions(sv *view.Served) map[string]uint64 {
+	if sv == e.current() {
+		if v := e.confirmedVector(); v != nil {
+			return v
+		}
+	}
+	return sv.Regions
 }
 
 // currentDigest is the digest a complete tools/list traversal of sv
 // yields: the catalog digest of the tools as served. An optimizer edge
 // serves a different list, so it has none (its verdicts are
 // unverifiable).
-func (e *Edge) currentDigest(sv *served) string {
+func (e *Edge) currentDigest(sv *view.Served) string {
 	if e.opts.Mode == ModeOptimizer {
 		return ""
 	}
@@ -180,6 +190,7 @@ func (e *Edge) signalling(s *session) (undo func()) {
 	st.mu.Lock()
 	prevSignal, prevDigest := st.rec.Convergence.LastSignal, st.rec.RegistryDigest
 	st.rec.Convergence.SetCurrent(digest, gen)
+	st.rec.Convergence.CurrentRegions = e.regions(sv)
 	st.rec.Convergence.Signal(time.Now(), gen)
 	st.rec.RegistryDigest, st.rec.AppliedGeneration = digest, gen
 	st.dirty = true
@@ -209,8 +220,8 @@ func (e *Edge) streamAttached(s *session) {
 
 // viewApplied records a new view given to sessions (after a resync's
 // fan-out): the current digest and generation of their evidence.
-func (e *Edge) viewApplied(targets []*session, next *served) {
-	digest, gen := e.currentDigest(next), next.gen
+func (e *Edge) viewApplied(targets []*session, next *view.Served) {
+	digest, gen := e.currentDigest(next), next.Gen
 	for _, s := range targets {
 		if s.kind == kindStateless {
 			continue
@@ -218,6 +229,7 @@ func (e *Edge) viewApplied(targets []*session, next *served) {
 		st := &s.rec
 		st.mu.Lock()
 		st.rec.Convergence.SetCurrent(digest, gen)
+		st.rec.Convergence.CurrentRegions = next.Regions
 		st.rec.AppliedGeneration = gen
 		lag := convergence.GenerationLag(st.rec.Convergence)
 		st.dirty = true
@@ -241,6 +253,7 @@ func (e *Edge) adopt(s *session, rec *sessionstore.Record, rev uint64, now time.
 	st.rec.Edge = e.opts.ID
 	st.rec.AppliedGeneration = gen
 	st.rec.Convergence.SetCurrent(digest, gen)
+	st.rec.Convergence.CurrentRegions = e.regions(sv)
 	if rec.RegistryDigest != digest {
 		s.mu.Lock() // s.rec.mu, then s.mu: never the other way round
 		s.pending |= pendingTools
@@ -250,54 +263,38 @@ func (e *Edge) adopt(s *session, rec *sessionstore.Record, rev uint64, now time.
 	st.dirty = true
 }
 
-// audited forwards a tools/call and records it in the call trail.
-func (e *Edge) audited(ctx context.Context, s *session, r *mcp.CallToolRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
-	start := time.Now()
-	cur := e.current()
-	name := r.Params.Name
-	entry, _ := cur.view.Tool(name)
-	note := &callNote{}
-	res, err := next(context.WithValue(ctx, callNoteKey{}, note), method, r)
-	ent := calltrail.Entry{Time: start, Group: e.opts.Group, Edge: e.opts.ID, Tool: name,
-		BackendTool: entry.Original, Backend: entry.Backend, Generation: e.generation(cur),
-		Latency: time.Since(start), Outcome: calltrail.OutcomeOK, Arguments: r.Params.Arguments}
-	if s.kind == kindSession {
-		ent.SessionID = s.id
-		s.rec.mu.Lock()
-		ent.OwnerHash = s.rec.rec.Owner
-		s.rec.mu.Unlock()
+// audit records call c, routed by rt, in the call trail: failure is why
+// it failed when it did (the reply is then an isError result).
+func (e *Edge) audit(c toolCall, rt route, start time.Time, reply *backend.Reply, failure error) {
+	ent := calltrail.Entry{Time: start, Group: e.opts.Group, Edge: e.opts.ID, Tool: c.name,
+		BackendTool: rt.tool.Original, Backend: rt.tool.Backend, Generation: rt.gen,
+		Latency: time.Since(start), Outcome: calltrail.OutcomeOK, Arguments: c.args}
+	if c.s != nil && c.s.kind == kindSession {
+		ent.SessionID = c.s.id
+		c.s.rec.mu.Lock()
+		ent.OwnerHash = c.s.rec.rec.Owner
+		c.s.rec.mu.Unlock()
 	} else {
-		ent.OwnerHash = sessionstore.OwnerHash(e.identityOf(r.GetExtra()))
+		ent.OwnerHash = sessionstore.OwnerHash(c.ident)
 	}
-	ctr, _ := res.(*mcp.CallToolResult)
+	if id := tokenIdentity(c.ti); id != nil {
+		ent.Issuer, ent.Subject = id.Issuer, id.Subject
+	}
 	switch {
-	case err != nil:
-		ent.Outcome, ent.Error = calltrail.OutcomeError, err.Error()
-	case note.err != nil:
-		ent.Outcome, ent.Error = calltrail.OutcomeError, note.err.Error()
-	case ctr != nil && ctr.IsError:
+	case failure != nil:
+		ent.Outcome, ent.Error = calltrail.OutcomeError, failure.Error()
+	case reply.Raw != nil && !reply.IsError:
+		// The trail reads only IsError and an error's text: a plain
+		// result is not decoded for it.
+	case reply.Decoded().IsError:
 		ent.Outcome = calltrail.OutcomeIsError
-		if len(ctr.Content) > 0 {
-			if tc, ok := ctr.Content[0].(*mcp.TextContent); ok {
+		if res := reply.Decoded(); len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
 				ent.Error = tc.Text
 			}
 		}
 	}
 	e.opts.CallTrail.Record(ent)
-	return res, err
-}
-
-// callNote carries, from Edge.callTool to the audit, why a call failed
-// when the failure is reported to the client as an isError result.
-type callNote struct{ err error }
-
-type callNoteKey struct{}
-
-// noteCallError records err as the failure of the call in ctx, if audited.
-func noteCallError(ctx context.Context, err error) {
-	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
-		n.err = err
-	}
 }
 
 // toolDefs are the tools of one served value as the go-sdk sends them, and
@@ -330,21 +327,21 @@ func (d *toolDefs) digestOf(tools []json.RawMessage) (string, error) {
 // digestCache keeps the toolDefs of the last few served values.
 type digestCache struct {
 	mu    sync.Mutex
-	order []*served
-	byVal map[*served]*toolDefs
+	order []*view.Served
+	byVal map[*view.Served]*toolDefs
 }
 
-func newDigestCache() *digestCache { return &digestCache{byVal: map[*served]*toolDefs{}} }
+func newDigestCache() *digestCache { return &digestCache{byVal: map[*view.Served]*toolDefs{}} }
 
-func (c *digestCache) get(sv *served) *toolDefs {
+func (c *digestCache) get(sv *view.Served) *toolDefs {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.byVal[sv]; d != nil {
 		return d
 	}
-	d := &toolDefs{defs: make(map[*mcp.Tool]json.RawMessage, len(sv.toolList))}
-	raws := make([]json.RawMessage, 0, len(sv.toolList))
-	for _, t := range sv.toolList {
+	d := &toolDefs{defs: make(map[*mcp.Tool]json.RawMessage, len(sv.ToolList))}
+	raws := make([]json.RawMessage, 0, len(sv.ToolList))
+	for _, t := range sv.ToolList {
 		b, err := json.Marshal(t)
 		if err != nil {
 			continue

@@ -143,23 +143,7 @@ func TestToolCallsAudited(t *testing.T) {
 	c.call(t, "alpha_echo", map[string]any{"text": "audited"})
 	c.call(t, "nope_echo", nil)
 	c.call(t, "alpha_fail", nil)
-	eventually(t, 10*time.Second, "entries published", func() bool { return trail.Stats().Published >= 3 })
-	cons, err := f.js.OrderedConsumer(t.Context(), calltrail.DefaultStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []calltrail.Entry
-	for range 3 {
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ent calltrail.Entry
-		if err := json.Unmarshal(msg.Data(), &ent); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ent)
-	}
+	got := trailEntries(t, f, trail, 3)
 	ok := got[0]
 	if ok.SessionID != c.cs.ID() || ok.OwnerHash != sessionstore.OwnerHash("alice") || ok.Tool != "alpha_echo" ||
 		ok.BackendTool != "echo" || ok.Backend != "alpha" || ok.Outcome != calltrail.OutcomeOK || ok.Edge != "a" ||
@@ -172,4 +156,51 @@ func TestToolCallsAudited(t *testing.T) {
 	if failed := got[2]; failed.Tool != "alpha_fail" || failed.Outcome != calltrail.OutcomeIsError || failed.Error != "it failed" {
 		t.Fatalf("entry of an isError result %+v", failed)
 	}
+}
+
+// A call_tool of an optimizer session is in the trail as the tool it
+// called, with the route it took; one of an unknown tool as an error.
+func TestCallToolAudited(t *testing.T) {
+	f := newSharedFleet(t)
+	trail, err := calltrail.Open(t.Context(), f.js, &calltrail.Options{IncludeArguments: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startRecordEdge(t, f, "a", nil, func(o *Options) { o.CallTrail, o.Mode = trail, ModeOptimizer })
+	c := connectAs(t, e.MCPURL(), "alice", true)
+	c.call(t, CallToolName, map[string]any{"tool_name": "alpha_echo", "arguments": map[string]any{"text": "via"}})
+	c.call(t, CallToolName, map[string]any{"tool_name": "nope_echo"})
+	got := trailEntries(t, f, trail, 2)
+	if ok := got[0]; ok.Tool != "alpha_echo" || ok.Backend != "alpha" || ok.BackendTool != "echo" ||
+		ok.Outcome != calltrail.OutcomeOK || ok.SessionID != c.cs.ID() || !strings.Contains(string(ok.Arguments), "via") {
+		t.Fatalf("entry %+v", ok)
+	}
+	if bad := got[1]; bad.Tool != "nope_echo" || bad.Outcome != calltrail.OutcomeError || !strings.Contains(bad.Error, "not available") {
+		t.Fatalf("entry of the unknown tool %+v", bad)
+	}
+}
+
+// trailEntries waits for n entries of trail to be published and reads
+// them from the stream.
+func trailEntries(t *testing.T, f *sharedFleet, trail *calltrail.Trail, n int) []calltrail.Entry {
+	t.Helper()
+	eventually(t, 10*time.Second, "entries published", func() bool { return trail.Stats().Published >= uint64(n) })
+	cons, err := f.js.OrderedConsumer(t.Context(), calltrail.DefaultStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]calltrail.Entry, 0, n)
+	for range n {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ent calltrail.Entry
+		if err := json.Unmarshal(msg.Data(), &ent); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ent)
+	}
+	return got
 }

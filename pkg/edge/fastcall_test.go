@@ -1,24 +1,16 @@
 package edge
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/fleetgate/fleetgate/pkg/mcpwire"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 )
 
 // rawPost posts body on session sid and returns the status, the media
@@ -80,7 +72,7 @@ func TestFastCallMatchesGoSDKPath(t *testing.T) {
 	b := startBackend(t, "alpha", nil)
 	f.healthyBackend("default", b)
 	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_echo"); return ok })
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	sid := rawInitialize(t, e.MCPURL(), "")
 	fastReady(t, e, sid)
 	code, ct, fast := rawPost(t, e.MCPURL(), sid, `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"alpha_echo","arguments":{"text":"x"}}}`)
@@ -107,7 +99,7 @@ func TestFastCallCancelled(t *testing.T) {
 	b := startBackend(t, "alpha", nil)
 	f.healthyBackend("default", b)
 	e := startEdge(t, f, &Options{CallTimeout: time.Minute})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_echo"); return ok })
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	sid := rawInitialize(t, e.MCPURL(), "")
 	fastReady(t, e, sid)
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"alpha_echo","arguments":{"text":"x"}}}`
@@ -122,212 +114,10 @@ func TestFastCallCancelled(t *testing.T) {
 	}
 	select {
 	case msg := <-done:
-		if res, _ := msg["result"].(map[string]any); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), BackendCancelled) {
+		if res, _ := msg["result"].(map[string]any); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), backend.KindCancelled) {
 			t.Fatalf("cancelled call: %v", msg)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the cancelled call did not end")
-	}
-}
-
-func TestParseFastMessage(t *testing.T) {
-	for _, tc := range []struct {
-		body string
-		ok   bool
-		want fastMessage
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a_b","arguments":{"x":1}}}`, true,
-			fastMessage{method: "tools/call", id: json.RawMessage("1"), name: "a_b", args: json.RawMessage(`{"x":1}`)}},
-		{`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"a_b"}}`, true,
-			fastMessage{method: "tools/call", id: json.RawMessage(`"s"`), name: "a_b"}},
-		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`, true,
-			fastMessage{method: "notifications/cancelled", cancelID: json.RawMessage(`"s"`)}},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1}}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"a"}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"a"}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"a"}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a"}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":[1]}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":""}}`, false, fastMessage{}},
-		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"a"}}`, false, fastMessage{}},
-		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"tools/call"}}`, false, fastMessage{}},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}`, false, fastMessage{}},
-	} {
-		got, ok := parseFastMessage([]byte(tc.body))
-		if ok != tc.ok || ok && !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: got %+v %v, want %+v %v", tc.body, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestLoopback(t *testing.T) {
-	for host, want := range map[string]bool{"localhost:8080": true, "127.0.0.1": true, "[::1]:80": true,
-		"127.0.0.1:9": true, "example.com:80": false, "10.0.0.1": false, "": false} {
-		if got := loopback(host); got != want {
-			t.Errorf("loopback(%q) = %v", host, got)
-		}
-	}
-}
-
-// The fast decoding of text results gives what the go-sdk's gives; other
-// content goes through the go-sdk's.
-func TestDecodeToolResult(t *testing.T) {
-	for _, raw := range []string{
-		`{"content":[{"type":"text","text":"hi","annotations":{"priority":0.5}}],"isError":true,"_meta":{"k":"v"}}`,
-		`{"content":[{"type":"text","text":""}],"structuredContent":{"n":1}}`,
-		`{"content":[]}`,
-		`{}`,
-		`{"content":[{"type":"text","text":"a"},{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
-	} {
-		got, err := decodeToolResult(json.RawMessage(raw))
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		var want mcp.CallToolResult
-		if err := json.Unmarshal([]byte(raw), &want); err != nil {
-			t.Fatal(err)
-		}
-		g, _ := json.Marshal(got)
-		w, _ := json.Marshal(&want)
-		var gv, wv any
-		_ = json.Unmarshal(g, &gv)
-		_ = json.Unmarshal(w, &wv)
-		if !reflect.DeepEqual(gv, wv) {
-			t.Errorf("%s:\ngot  %s\nwant %s", raw, g, w)
-		}
-	}
-	if _, err := decodeToolResult(json.RawMessage(`{"content":[{"type":"text","text":1}]}`)); err == nil {
-		t.Error("a malformed result decoded")
-	}
-}
-
-// rawCall reads the response out of an event stream, skipping
-// notifications and refusing the backend's requests, and reports a
-// forgotten session and garbage as errors.
-func TestRawCall(t *testing.T) {
-	var mu sync.Mutex
-	var posts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		posts = append(posts, string(body))
-		mu.Unlock()
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &req)
-		switch {
-		case r.Header.Get("Mcp-Session-Id") == "gone":
-			http.Error(w, "session not found", http.StatusNotFound)
-		case r.Header.Get("Mcp-Session-Id") == "garbage":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"jsonrpc": "2.0", "id": garbage`)
-		case r.Header.Get("Mcp-Session-Id") == "deep": // 4 MiB of '[': fastjson alone overflows the stack
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(bytes.Repeat([]byte("["), 4<<20))
-		case r.Header.Get("Mcp-Session-Id") == "deep-sse":
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write(append(append([]byte("data: "), bytes.Repeat([]byte("["), 4<<20)...), "\n\n"...))
-		case r.Header.Get("Mcp-Session-Id") == "cr": // CR line ends, a priming event
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "id: 1\rdata:\r\revent: message\rdata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\r\r", req.ID)
-		case req.Method == "tools/call":
-			w.Header().Set("Content-Type", "text/event-stream")
-			bw := bufio.NewWriter(w)
-			fmt.Fprintf(bw, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
-			fmt.Fprintf(bw, "data: {\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"roots/list\"}\n\n")
-			fmt.Fprintf(bw, "data: {\"jsonrpc\":\"2.0\",\"id\":\"other\",\"result\":{}}\n\n")
-			fmt.Fprintf(bw, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", req.ID)
-			bw.Flush()
-		default:
-			w.WriteHeader(http.StatusAccepted)
-		}
-	}))
-	defer srv.Close()
-	p := newPool(srv.Client(), time.Minute, 0, nil)
-	ctx := context.Background()
-	raw, shape, err := p.rawCall(ctx, srv.URL, "s1", "tools/call", &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}})
-	if err != nil || !strings.Contains(string(raw), `"ok"`) || shape != (resultShape{plain: true}) {
-		t.Fatalf("event stream: %s %+v %v", raw, shape, err)
-	}
-	mu.Lock()
-	refused := strings.Join(posts, "\n")
-	mu.Unlock()
-	if !strings.Contains(refused, `"id":99`) || !strings.Contains(refused, `-32601`) {
-		t.Fatalf("backend request not refused: %s", refused)
-	}
-	if _, _, err := p.rawCall(ctx, srv.URL, "gone", "tools/call", &mcp.CallToolParams{Name: "t"}); !errors.Is(err, mcp.ErrSessionMissing) {
-		t.Fatalf("404: %v", err)
-	}
-	if _, _, err := p.rawCall(ctx, srv.URL, "garbage", "tools/call", &mcp.CallToolParams{Name: "t"}); err == nil || !strings.Contains(err.Error(), "decode response") {
-		t.Fatalf("garbage: %v", err)
-	}
-	for _, sid := range []string{"deep", "deep-sse"} {
-		if _, _, err := p.rawCall(ctx, srv.URL, sid, "tools/call", &mcp.CallToolParams{Name: "t"}); !errors.Is(err, mcpwire.ErrTooDeep) {
-			t.Fatalf("%s: %v", sid, err)
-		}
-	}
-	if raw, _, err := p.rawCall(ctx, srv.URL, "cr", "tools/call", &mcp.CallToolParams{Name: "t"}); err != nil || string(raw) != `{"content":[]}` {
-		t.Fatalf("CR line ends: %s, %v", raw, err)
-	}
-}
-
-// Invalid JSON that fastjson's parser alone would take, ids JSON does not
-// write, and results the fast path must not pass through as they came.
-func TestFastPathStrictness(t *testing.T) {
-	for _, body := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":NaN}}}`,
-		`{"jsonrpc":"2.0","id":007,"method":"tools/call","params":{"name":"a"}}`,
-		`{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"a"}}`,
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\x01\"}}",
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`,
-		`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}`,
-	} {
-		if _, ok := parseFastMessage([]byte(body)); ok {
-			t.Errorf("parseFastMessage took %q", body)
-		}
-	}
-	for raw, plain := range map[string]bool{
-		`{"content":[{"type":"text","text":"hi"}],"isError":false}`:            true,
-		`{"content":[{"type":"text","text":"hi","_meta":{}}],"_meta":{"a":1}}`: true,
-		`{"structuredContent":{"n":NaN},"content":[]}`:                         false,
-		`{"Content":[{"Type":"text","Text":"boom"}],"IsError":true}`:           false,
-		`{"content":[{"type":"text","text":"x","type":"image"}]}`:              false,
-		`{"content":[],"content":[{"type":"text","text":"x"}]}`:                false,
-		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`:  false,
-	} {
-		if got := plainToolResult(json.RawMessage(raw)); got != plain {
-			t.Errorf("plainToolResult(%s) = %v, want %v", raw, got, plain)
-		}
-	}
-	p := &pool{}
-	for _, data := range []string{
-		`{"jsonrpc":"2.0","id":"x","result":{},"result":{"content":[]}}`,
-		`{"jsonrpc":"2.0","id":"x","result":{"n":NaN}}`,
-	} {
-		if _, err := p.findResponse(context.Background(), []byte(data), "", "", "x"); err == nil {
-			t.Errorf("findResponse took %s", data)
-		}
-	}
-}
-
-// encodeCallParams writes a tool name as encoding/json would.
-func TestEncodeCallParamsName(t *testing.T) {
-	for _, name := range []string{"echo", "a_b-c.d", "say \"hi\"", `back\slash`, "<tag>&", "tab\there", "é", "\u2028", ""} {
-		got := encodeCallParams(name, json.RawMessage(`{"x":1}`))
-		var p struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		if err := json.Unmarshal(got, &p); err != nil || p.Name != name || string(p.Arguments) != `{"x":1}` {
-			t.Fatalf("%q: %s (%v)", name, got, err)
-		}
-		want, _ := json.Marshal(name)
-		if !strings.Contains(string(got), `"name":`+string(want)+`,`) {
-			t.Errorf("%q: %s, want the name as %s", name, got, want)
-		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
 // errInvalidArguments is wrapped by the errors of meta-tool calls whose
@@ -31,7 +34,7 @@ func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res 
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		page, next, err := paginate(s.served().index.advertised, cursor, func(t *mcp.Tool) string { return t.Name })
+		page, next, err := view.Paginate(e.visibleTo(s.served(), r.GetExtra()).Index.Advertised, cursor, func(t *mcp.Tool) string { return t.Name })
 		if err != nil {
 			return nil, true, err
 		}
@@ -39,9 +42,9 @@ func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res 
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case FindToolName:
-			return e.findTool(s.served(), r.Params.Arguments), true, nil
+			return e.findTool(e.visibleTo(s.served(), r.GetExtra()), r.Params.Arguments), true, nil
 		case CallToolName:
-			res, err := e.callMeta(ctx, r.Params.Arguments)
+			res, err := e.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
 		}
 	}
@@ -50,57 +53,19 @@ func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res 
 
 // findTool answers a find_tool call from sv's index: the snapshot loaded
 // here serves the whole call, whatever views are swapped in meanwhile.
-func (e *Edge) findTool(sv *served, args json.RawMessage) *mcp.CallToolResult {
+func (e *Edge) findTool(sv *view.Served, args json.RawMessage) *mcp.CallToolResult {
 	start := time.Now()
 	query, limit, err := parseFindArgs(args)
 	if err != nil {
 		return toolError(err)
 	}
-	body, err := sv.index.find(query, limit)
+	body, err := sv.Index.Find(query, limit)
 	if err != nil {
 		return toolError(fmt.Errorf("find_tool %q: %w", query, err))
 	}
 	e.opt.findSeconds.Observe(time.Since(start).Seconds())
 	return &mcp.CallToolResult{StructuredContent: json.RawMessage(body),
 		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
-}
-
-// foundTool is one tool of a find_tool result.
-type foundTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Score       float64         `json:"score"`
-}
-
-// findResult is find_tool's structuredContent (and text content).
-type findResult struct {
-	Tools []foundTool `json:"tools"`
-	// CatalogTools is the number of tools the index holds; CatalogTokens
-	// their size as tools/list would serve them, ReturnedTokens that of
-	// the returned ones, both estimated by tokenCount.
-	CatalogTools   int `json:"catalog_tools"`
-	CatalogTokens  int `json:"catalog_tokens"`
-	ReturnedTokens int `json:"returned_tokens"`
-}
-
-// find searches the index and returns the marshalled find_tool result.
-// Scores are rounded to 4 decimals.
-func (ti *toolIndex) find(query string, limit int) ([]byte, error) {
-	hits := ti.ix.Search(query, limit)
-	res := findResult{Tools: make([]foundTool, len(hits)), CatalogTools: len(ti.tools), CatalogTokens: ti.catalogTokens}
-	for i, h := range hits {
-		t := ti.tools[h.Doc]
-		schema := rawSchema(t.InputSchema)
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		res.Tools[i] = foundTool{Name: t.Name, Title: toolTitle(t), Description: t.Description,
-			InputSchema: schema, Score: math.Round(h.Score*1e4) / 1e4}
-		res.ReturnedTokens += ti.tokens[h.Doc]
-	}
-	return json.Marshal(res)
 }
 
 // parseFindArgs validates find_tool's arguments: "query" a string with
@@ -170,22 +135,33 @@ func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err 
 }
 
 // callMeta answers a call_tool call: the named tool is called exactly as a
-// passthrough tools/call of it would be (Edge.callTool: same routing by the
+// passthrough tools/call of it would be (Edge.runCall: same routing by the
 // current view, pool, timeout and metrics). A tool the current view does
 // not hold gets an isError result naming it.
-func (e *Edge) callMeta(ctx context.Context, raw json.RawMessage) (*mcp.CallToolResult, error) {
+func (e *Edge) callMeta(ctx context.Context, s *session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	ident, ti := e.identityOf(x), tokenInfoOf(x)
 	name, args, err := parseCallArgs(raw)
 	if err != nil {
 		return toolError(err), nil
 	}
-	if _, ok := e.current().view.Tool(name); !ok {
-		e.m.unknownCalls.Inc()
-		e.log.Info().Str("tool", name).Msg("call_tool of a tool not in the served view")
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+	c := toolCall{s: s, ident: ident, ti: ti, name: name, args: args}
+	e.inflight.Add(1)
+	defer e.inflight.Add(-1)
+	start := time.Now()
+	rt, err := e.resolve(c)
+	if err != nil { // unknown, gone, or hidden by the policy: the same answer
+		e.m.unknownCalls.Inc() // counted, not logged: a client looping on it would flood the log
+		e.log.Debug().Str("tool", name).Msg("call_tool of a tool not in the served view")
+		reply := backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); use find_tool to search again",
-				name, e.opts.Group)}}}, nil
+				name, e.opts.Group)}}}}
+		if e.opts.CallTrail != nil {
+			e.audit(c, rt, start, &reply, err)
+		}
+		return reply.Decoded(), nil
 	}
-	return e.callTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args}})
+	reply := e.forward(ctx, c, rt, nil, start)
+	return reply.Decoded(), nil
 }
 
 // toolError is the isError result of a meta-tool call that failed.

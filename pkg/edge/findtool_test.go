@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
 var updateFindGolden = flag.Bool("update-find-golden", false, "rewrite testdata/find_tool golden files")
@@ -94,7 +96,7 @@ func TestFindToolResultGolden(t *testing.T) {
 		},
 	}
 	sv := servedOf(t, 1, cats, nil)
-	sv.index = newToolIndex(sv, nil, nil)
+	sv.Index = view.NewIndex(sv, nil, nil)
 	e := &Edge{opt: newOptimizerMetrics(prometheus.NewRegistry())}
 	for _, tc := range []struct{ file, args string }{
 		{"send_email.golden", `{"query":"send an email to a colleague"}`},
@@ -130,23 +132,23 @@ func TestFindToolResultGolden(t *testing.T) {
 // them, /4 rounded up each; returned_tokens the same over the hits.
 func TestFindToolTokenCounting(t *testing.T) {
 	sv := servedOf(t, 1, map[string][]json.RawMessage{"a": {toolDef("one", "first tool"), toolDef("two", "second tool")}}, nil)
-	ti := newToolIndex(sv, nil, nil)
+	ti := view.NewIndex(sv, nil, nil)
 	total := 0
-	for _, tool := range sv.toolList {
+	for _, tool := range sv.ToolList {
 		b, _ := json.Marshal(tool)
 		total += (len(b) + 3) / 4
 	}
-	var got findResult
-	body, err := ti.find("second", 8)
+	var got view.FindResult
+	body, err := ti.Find("second", 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(sv.tools["a_two"])
+	b, _ := json.Marshal(sv.Tools["a_two"])
 	if got.CatalogTokens != total || len(got.Tools) != 1 || got.ReturnedTokens != (len(b)+3)/4 {
-		t.Fatalf("catalog %d (want %d), returned %d (want %d) for %v", got.CatalogTokens, total, got.ReturnedTokens, (len(b)+3)/4, got.names())
+		t.Fatalf("catalog %d (want %d), returned %d (want %d) for %v", got.CatalogTokens, total, got.ReturnedTokens, (len(b)+3)/4, resultNames(got))
 	}
 }
 
@@ -178,16 +180,16 @@ func TestPinnedChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := servedOf(t, 1, base, nil)
-			prev.index = newToolIndex(prev, pinned, nil)
+			prev.Index = view.NewIndex(prev, pinned, nil)
 			next := servedOf(t, 2, tc.next, prev)
-			next.index = newToolIndex(next, pinned, prev.index)
-			if got := pinnedChanged(prev, next); got != tc.want {
+			next.Index = view.NewIndex(next, pinned, prev.Index)
+			if got := view.PinnedChanged(prev, next); got != tc.want {
 				t.Fatalf("pinnedChanged = %v, want %v", got, tc.want)
 			}
 			// And back: a pinned tool reappearing notifies too.
 			back := servedOf(t, 3, base, next)
-			back.index = newToolIndex(back, pinned, next.index)
-			if got := pinnedChanged(next, back); got != tc.want {
+			back.Index = view.NewIndex(back, pinned, next.Index)
+			if got := view.PinnedChanged(next, back); got != tc.want {
 				t.Fatalf("pinnedChanged back = %v, want %v", got, tc.want)
 			}
 		})
@@ -198,15 +200,15 @@ func TestPinnedChanged(t *testing.T) {
 // holds, sorted by name; a pinned name shadowing a meta-tool is ignored.
 func TestAdvertisedTools(t *testing.T) {
 	sv := servedOf(t, 1, map[string][]json.RawMessage{"a": {toolDef("echo", "e"), toolDef("add", "a")}, "find": {toolDef("tool", "f")}}, nil)
-	ti := newToolIndex(sv, []string{"a_echo", "zz_missing", "find_tool", "a_echo", "a_add"}, nil)
+	ti := view.NewIndex(sv, []string{"a_echo", "zz_missing", "find_tool", "a_echo", "a_add"}, nil)
 	var names []string
-	for _, tool := range ti.advertised {
+	for _, tool := range ti.Advertised {
 		names = append(names, tool.Name)
 	}
 	if got := strings.Join(names, ","); got != "a_add,a_echo,call_tool,find_tool" {
 		t.Fatalf("advertised %s", got)
 	}
-	if ti.advertised[3] != findToolDef || ti.advertised[1] != sv.tools["a_echo"] {
+	if ti.Advertised[3] != view.FindToolDef || ti.Advertised[1] != sv.Tools["a_echo"] {
 		t.Fatal("advertised tools are not the meta-tool and the view's own values")
 	}
 }

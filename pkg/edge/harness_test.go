@@ -134,6 +134,14 @@ func listCatalogVia(t testing.TB, tr mcp.Transport) *events.Catalog {
 		}
 		cat.Resources = append(cat.Resources, mustJSON(t, r))
 	}
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Resources != nil {
+		for rt, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat.ResourceTemplates = append(cat.ResourceTemplates, mustJSON(t, rt))
+		}
+	}
 	for p, err := range cs.Prompts(ctx, nil) {
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -61,7 +65,7 @@ type callLane struct {
 	bw     *bufio.Writer
 	base   context.Context // of the calls: the hijacked request's values
 	state  atomic.Int32
-	later  closings // of the current call
+	later  backend.Closings // of the current call
 	w      laneWatch
 	remote string // the client's address
 	// handedBack: the server has the connection now.
@@ -72,7 +76,7 @@ type callLane struct {
 // laneable reports whether the connection of r may become a lane after
 // its response: HTTP/1.1, kept alive, no 100-continue.
 func (e *Edge) laneable(r *http.Request) bool {
-	return !e.noLanes.Load() && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close &&
+	return !e.opts.paths.noLanes && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close &&
 		r.Header.Get("Expect") == "" && r.Header.Get("Upgrade") == ""
 }
 
@@ -118,7 +122,7 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 			base = context.WithValue(base, k, v)
 		}
 	}
-	l.base = context.WithValue(base, laterKey{}, &l.later)
+	l.base = base
 	l.src = &laneSource{conn: conn, pending: pending}
 	l.br = bufio.NewReaderSize(l.src, 4<<10)
 	// Registered before the first write, so that shutdown can cut a write
@@ -161,13 +165,40 @@ func (l *callLane) request() bool {
 		return false
 	}
 	req := l.readHead()
-	// The body is read before the gate sees the request (it checks the
-	// body too); a request refused or of another kind goes back to the
-	// server with its bytes, and the server's handler asks the gate again.
+	// The token is checked on the head; the body is read before the gate
+	// sees the request (it checks the body too); a request of another kind
+	// goes back to the server with its bytes, and the server's handler
+	// asks the gate again. Refusals of the token and of the rate limits
+	// are answered here, so that nothing is counted twice.
 	var answer func(http.ResponseWriter, *http.Request) bool
-	if req != nil && laneCandidate(req) && l.readBody(req) && l.e.admitLane(req) {
-		answer = l.e.laneAnswer(req)
+	release := noRelease
+	refuse := func(f *admission.Refusal, closing bool) func(http.ResponseWriter, *http.Request) bool {
+		return func(w http.ResponseWriter, r *http.Request) bool {
+			if lw, ok := w.(*laneWriter); ok && closing {
+				lw.close = true // the body was not read: the connection ends after the refusal
+			}
+			l.e.refuse(w, r, f)
+			return true
+		}
 	}
+	if req != nil && laneCandidate(req) {
+		areq, f := l.e.authenticate(req)
+		switch {
+		case f != nil:
+			// A small body is read past, so that the connection goes on;
+			// a larger one is not read at all: the connection ends.
+			small := req.ContentLength >= 0 && req.ContentLength <= unauthenticatedBody
+			answer = refuse(f, !(small && l.readBody(req)))
+		case l.readBody(areq) && l.e.admitLane(areq):
+			req = areq
+			if answer = l.e.laneAnswer(req); answer != nil { // limited only when answered here
+				if release, f = l.e.limitRequest(req, req.Body.(*wholeBody).data); f != nil {
+					answer = refuse(f, false)
+				}
+			}
+		}
+	}
+	defer release()
 	if answer == nil {
 		l.handBack()
 		return false
@@ -184,12 +215,18 @@ func (l *callLane) request() bool {
 // reports whether answer took it and whether the connection goes on after
 // the response.
 func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *http.Request) bool) (answered, keep bool) {
-	defer l.later.close() // the backend bodies' ends, after the response
+	defer l.later.Close() // the backend bodies' ends, after the response
 	ctx, cancel := context.WithCancel(l.base)
 	defer cancel()
+	ti := goauth.TokenInfoFromContext(req.Context())
 	req = req.WithContext(ctx)
+	if ti != nil { // the caller's verified token (admitLane), on the call's own context
+		if req = withTokenInfo(req, ti); req == nil {
+			return false, false // given back: the server refuses it
+		}
+	}
 	req.RemoteAddr = l.remote
-	lw := &laneWriter{header: make(http.Header, 1)}
+	lw := &laneWriter{header: make(http.Header, 1), later: &l.later}
 	l.watch(cancel)
 	if l.state.Load() == laneClosed {
 		cancel() // closeLanes cut the lane before the watch had the call
@@ -207,7 +244,7 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 // Connection: close, as the server's then do, and respond reports false:
 // the connection ends after it.
 func (l *callLane) respond(lw *laneWriter, closing bool) bool {
-	lw.close = closing || l.e.lanesShut.Load()
+	lw.close = lw.close || closing || l.e.lanesShut.Load()
 	return lw.writeTo(l.bw, time.Now()) == nil && !lw.close
 }
 
@@ -238,13 +275,13 @@ func (l *callLane) next() bool {
 }
 
 // readHead reads the head of the next request when it has the plain form
-// of a call (parseLaneHead); nil for any other, which goes back to the
+// of a call (h1.ParseLaneHead); nil for any other, which goes back to the
 // server.
 func (l *callLane) readHead() *http.Request {
 	deadline := time.Now().Add(l.e.opts.HeaderTimeout)
 	for {
 		buf, _ := l.br.Peek(l.br.Buffered())
-		if req, n, ok := parseLaneHead(buf); ok {
+		if req, n, ok := h1.ParseLaneHead(buf); ok {
 			_, _ = l.br.Discard(n)
 			return req
 		}
@@ -388,7 +425,7 @@ func (l *callLane) unwatch() {
 	w.cancel, w.done = nil, nil
 	w.mu.Unlock()
 	if done != nil {
-		_ = l.conn.SetReadDeadline(cutDeadline)
+		_ = l.conn.SetReadDeadline(h1.CutDeadline)
 		<-done
 		_ = l.conn.SetReadDeadline(time.Time{})
 	}
@@ -438,6 +475,10 @@ func (e *Edge) laneAnswer(r *http.Request) func(http.ResponseWriter, *http.Reque
 		return e.fastCall(w, r, s)
 	}
 }
+
+// unauthenticatedBody is the largest body a lane reads of a request whose
+// token was refused (to keep the connection).
+const unauthenticatedBody = 64 << 10
 
 // laneCandidate reports whether r could be answered on a lane at all: a
 // POST to /mcp (its body is then worth reading there).

@@ -38,7 +38,7 @@ func runLaneEdge(t *testing.T, f *fleet, o Options) (e *Edge, sid string, lc *la
 		}
 	})
 	eventually(t, 20*time.Second, "ready", e.Ready)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_echo"); return ok })
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	sid = rawInitialize(t, e.MCPURL(), "")
 	fastReady(t, e, sid)
 	lc = dialLane(t, e)

@@ -76,9 +76,16 @@ func (lc *laneClient) read() (*http.Response, string) {
 // the fast path; lanes off makes it leave every request to net/http.
 func laneEdge(t *testing.T, f *fleet, lanes bool, o *Options) (*Edge, string) {
 	t.Helper()
+	if !lanes {
+		c := Options{CallTimeout: 10 * time.Second}
+		if o != nil {
+			c = *o
+		}
+		c.paths.noLanes = true
+		o = &c
+	}
 	e := startEdge(t, f, o)
-	e.noLanes.Store(!lanes)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_echo"); return ok })
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	sid := rawInitialize(t, e.MCPURL(), "")
 	fastReady(t, e, sid)
 	return e, sid

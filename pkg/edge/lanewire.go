@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 )
 
 // The wire parts of call lanes (lane.go): what a lane reads, what it
@@ -200,7 +203,8 @@ type laneWriter struct {
 	header http.Header
 	status int
 	body   []byte
-	close  bool // the connection ends after it: Connection: close
+	close  bool              // the connection ends after it: Connection: close
+	later  *backend.Closings // of a call lane: closed after the response is written
 }
 
 func (w *laneWriter) Header() http.Header { return w.header }
@@ -239,7 +243,7 @@ func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
 		b = append(b, httpDate(now)...)
 	}
 	b = append(b, "\r\n"...)
-	if ct := w.header["Content-Type"]; len(w.header) == 1 && len(ct) == 1 && headerValue([]byte(ct[0])) {
+	if ct := w.header["Content-Type"]; len(w.header) == 1 && len(ct) == 1 && h1.HeaderValue([]byte(ct[0])) {
 		// A call's response: its one header written as is.
 		b = append(b, "Content-Type: "...)
 		b = append(b, ct[0]...)
@@ -289,10 +293,10 @@ func (e *Edge) closeLanes(all bool) {
 	for l := range e.lanes {
 		switch {
 		case l.state.CompareAndSwap(laneIdle, laneClosed):
-			_ = l.conn.SetReadDeadline(cutDeadline)
+			_ = l.conn.SetReadDeadline(h1.CutDeadline)
 		case all:
 			l.state.Store(laneClosed)
-			_ = l.conn.SetDeadline(cutDeadline)
+			_ = l.conn.SetDeadline(h1.CutDeadline)
 			l.w.cancelCall()
 		}
 	}

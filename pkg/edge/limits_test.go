@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 )
 
 // initializeAs posts an initialize with an identity header (none for "")
@@ -138,7 +139,7 @@ func TestDeepBackendResult(t *testing.T) {
 		})
 	f.healthyBackend("default", b)
 	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().view.Tool("alpha_nest"); return ok })
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_nest"); return ok })
 	sid := rawInitialize(t, e.MCPURL(), "")
 	fastReady(t, e, sid)
 	call := func(n int) map[string]any {
@@ -153,7 +154,7 @@ func TestDeepBackendResult(t *testing.T) {
 		t.Fatalf("500 deep: %.300v", res)
 	}
 	res = call(1200)
-	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), `backend "alpha"`) || !strings.Contains(fmt.Sprint(res["content"]), BackendTooDeep) {
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), `backend "alpha"`) || !strings.Contains(fmt.Sprint(res["content"]), backend.KindTooDeep) {
 		t.Fatalf("1200 deep: %.300v", res)
 	}
 }

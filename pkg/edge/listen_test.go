@@ -8,16 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-)
 
-// listenBody is a subscriptions/listen request as the go-sdk client sends
-// it; notifications replaces its subscriptions.
-func listenBody(id, notifications string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"_meta":{` +
-		`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},` +
-		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":""},` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":` + notifications + `}}`
-}
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/jsontest"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+)
 
 // postListen opens a listen stream with raw HTTP; hdr overrides headers.
 // The body is closed at cleanup.
@@ -38,8 +32,8 @@ func TestListenStream(t *testing.T) {
 	f := newFleet(t)
 	f.healthyBackend("default", startBackend(t, "alpha", nil))
 	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
-	tools := postListen(t, e.MCPURL(), listenBody("2", `{"toolsListChanged":true}`), nil)
-	prompts := postListen(t, e.MCPURL(), listenBody(`"p"`, `{"promptsListChanged":true,"toolsListChanged":false}`), nil)
+	tools := postListen(t, e.MCPURL(), jsontest.ListenBody("2", `{"toolsListChanged":true}`), nil)
+	prompts := postListen(t, e.MCPURL(), jsontest.ListenBody(`"p"`, `{"promptsListChanged":true,"toolsListChanged":false}`), nil)
 	for _, r := range []*http.Response{tools, prompts} {
 		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("status %d, Content-Type %q", r.StatusCode, r.Header.Get("Content-Type"))
@@ -84,14 +78,14 @@ func TestListenLeftToGoSDK(t *testing.T) {
 		hdr  map[string]string
 		want int
 	}{
-		{"protocol version in _meta differs from the header", strings.Replace(listenBody("1", `{"toolsListChanged":true}`),
+		{"protocol version in _meta differs from the header", strings.Replace(jsontest.ListenBody("1", `{"toolsListChanged":true}`),
 			`protocolVersion":"2026-07-28"`, `protocolVersion":"2027-01-01"`, 1), nil, http.StatusBadRequest},
-		{"Mcp-Method header differs", listenBody("1", `{"toolsListChanged":true}`), map[string]string{"Mcp-Method": "tools/list"}, http.StatusBadRequest},
-		{"no client capabilities", strings.Replace(listenBody("1", `{"toolsListChanged":true}`),
+		{"Mcp-Method header differs", jsontest.ListenBody("1", `{"toolsListChanged":true}`), map[string]string{"Mcp-Method": "tools/list"}, http.StatusBadRequest},
+		{"no client capabilities", strings.Replace(jsontest.ListenBody("1", `{"toolsListChanged":true}`),
 			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},`, ``, 1), nil, http.StatusBadRequest},
-		{"no subscription", listenBody("1", `{}`), nil, http.StatusOK},
+		{"no subscription", jsontest.ListenBody("1", `{}`), nil, http.StatusOK},
 		{"body over the limit", func() string {
-			b := listenBody("1", `{"toolsListChanged":true}`)
+			b := jsontest.ListenBody("1", `{"toolsListChanged":true}`)
 			return b + strings.Repeat(" ", maxBody+1-len(b))
 		}(), nil, http.StatusRequestEntityTooLarge},
 	} {
@@ -107,25 +101,6 @@ func TestListenLeftToGoSDK(t *testing.T) {
 	}
 }
 
-func TestParseListen(t *testing.T) {
-	for body, want := range map[string]uint8{
-		listenBody("1", `{"toolsListChanged":true}`):                                                       pendingTools,
-		listenBody("1", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`): 7,
-		listenBody("1", `{"toolsListChanged":false}`):                                                      0,
-		listenBody("1", `{"toolsListChanged":1}`):                                                          0,
-		listenBody("1", `{"resourceSubscriptions":["x"],"toolsListChanged":true}`):                         0,
-		listenBody("1", `{"toolsListChanged":true,"toolsListChanged":true}`):                               0,
-		listenBody("01", `{"toolsListChanged":true}`):                                                      0,
-		strings.Replace(listenBody("1", `{"toolsListChanged":true}`), `"name":"raw"`, `"name":7`, 1):       0,
-		strings.TrimSuffix(listenBody("1", `{"toolsListChanged":true}`), "}") + `,"extra":1}`:              0,
-	} {
-		lr, ok := parseListen([]byte(body), "2026-07-28")
-		if got := map[bool]uint8{true: lr.subs, false: 0}[ok]; got != want {
-			t.Errorf("%s: subs %b (ok %v), want %b", body, lr.subs, ok, want)
-		}
-	}
-}
-
 // The edge's listen streams against the go-sdk's, byte for byte: the
 // same requests to an edge that serves them and to one that leaves them
 // all to the go-sdk give the same status, acknowledgement and
@@ -135,20 +110,19 @@ func TestListenMatchesGoSDK(t *testing.T) {
 	f := newFleet(t)
 	f.healthyBackend("default", startBackend(t, "alpha", nil))
 	own := startEdge(t, f, &Options{Coalesce: time.Millisecond})
-	sdk := startEdge(t, f, &Options{Coalesce: time.Millisecond})
-	sdk.goSDKListen.Store(true)
+	sdk := startEdge(t, f, &Options{Coalesce: time.Millisecond, paths: pathSwitches{goSDKListen: true}})
 	subs := `{"toolsListChanged":true,"promptsListChanged":true}`
 	bodies := []string{
-		listenBody("2", subs),
-		listenBody(`"s"`, subs),
-		listenBody("-7", `{"resourcesListChanged":true}`),
-		listenBody(`"a\u0041"`, subs),
-		listenBody(`"\/x"`, subs),
-		listenBody("9007199254740993", subs),
-		listenBody("99999999999999999999", subs),
-		strings.Replace(listenBody("3", subs), `"name":"raw"`, `"name":"raw","x":1e400`, 1),
-		strings.Replace(listenBody("4", subs), `"io.modelcontextprotocol/protocolVersion"`, `"x":[-1e400],"io.modelcontextprotocol/protocolVersion"`, 1),
-		strings.Replace(listenBody("5", subs), `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, "", 1),
+		jsontest.ListenBody("2", subs),
+		jsontest.ListenBody(`"s"`, subs),
+		jsontest.ListenBody("-7", `{"resourcesListChanged":true}`),
+		jsontest.ListenBody(`"a\u0041"`, subs),
+		jsontest.ListenBody(`"\/x"`, subs),
+		jsontest.ListenBody("9007199254740993", subs),
+		jsontest.ListenBody("99999999999999999999", subs),
+		strings.Replace(jsontest.ListenBody("3", subs), `"name":"raw"`, `"name":"raw","x":1e400`, 1),
+		strings.Replace(jsontest.ListenBody("4", subs), `"io.modelcontextprotocol/protocolVersion"`, `"x":[-1e400],"io.modelcontextprotocol/protocolVersion"`, 1),
+		strings.Replace(jsontest.ListenBody("5", subs), `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, "", 1),
 	}
 	type stream struct {
 		status int
@@ -200,11 +174,11 @@ func TestListenMatchesGoSDK(t *testing.T) {
 // nothing: no pending bit, no latency clock started.
 func TestListenIgnoresUnsubscribedKinds(t *testing.T) {
 	s := &session{kind: kindListen, subs: pendingPrompts}
-	s.apply(emptyServed(), change{tools: true}, time.Now())
+	s.apply(view.Empty(), view.Change{Tools: true}, time.Now())
 	if s.pending != 0 || s.since.Load() != 0 {
 		t.Fatalf("pending %b, since %d: want nothing owed", s.pending, s.since.Load())
 	}
-	s.apply(&served{}, change{prompts: true}, time.Now())
+	s.apply(&view.Served{}, view.Change{Prompts: true}, time.Now())
 	if s.pending != pendingPrompts || s.since.Load() == 0 {
 		t.Fatalf("pending %b, since %d: want the prompts notification owed", s.pending, s.since.Load())
 	}

@@ -2,44 +2,65 @@ package edge
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
-	"sort"
+	"encoding/json"
+	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// pageSize is the most items in one list page (the go-sdk's default).
-const pageSize = 1000
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+)
 
 // receiving answers a session's lists from its applied served value and
 // routes its calls by the edge's current view; it records the negotiated
 // protocol version. Everything else goes to the go-sdk.
 func (e *Edge) receiving(s *session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			if e.traced && method != "tools/call" && !strings.HasPrefix(method, "notifications/") {
+				var end func(error)
+				ctx, end = e.traceRequest(ctx, s, method, req)
+				defer func() { end(err) }()
+			}
 			if res, handled, err := e.optimizer(ctx, s, req); handled {
 				return res, err
 			}
+			switch req.(type) {
+			case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest:
+				// Who last listed: a policy change is compared for it.
+				s.subject.Store(e.subject(tokenInfoOf(req.GetExtra()), e.identityOf(req.GetExtra())))
+			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return listTools(s.served(), r)
+				return e.cached(view.ListTools(e.visibleTo(s.served(), r.GetExtra()), r))
 			case *mcp.ListPromptsRequest:
-				return listPrompts(s.served(), r)
+				return e.cached(view.ListPrompts(e.visibleTo(s.served(), r.GetExtra()), r))
 			case *mcp.ListResourcesRequest:
-				return listResources(s.served(), r)
+				return e.cached(view.ListResources(e.visibleTo(s.served(), r.GetExtra()), r))
 			case *mcp.CallToolRequest:
-				return result(e.callTool(ctx, r))
+				reply := e.runCall(ctx, toolCall{s: s, ident: e.identityOf(r.GetExtra()), ti: tokenInfoOf(r.GetExtra()),
+					name: r.Params.Name, args: r.Params.Arguments, meta: callMeta(r.Params.Meta),
+					relay: e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken())})
+				return reply.Decoded(), nil
 			case *mcp.GetPromptRequest:
 				return result(e.getPrompt(ctx, r))
 			case *mcp.ReadResourceRequest:
-				return result(e.readResource(ctx, r))
+				return e.cached(e.readResource(ctx, r))
+			case *mcp.ListResourceTemplatesRequest:
+				return result(e.listTemplates())
+			case *mcp.CompleteRequest:
+				return result(e.complete(ctx, r))
 			}
-			res, err := next(ctx, method, req)
+			res, err = next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
 				v := ir.ProtocolVersion
 				s.protocol.Store(&v)
+				if r, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && r.Params != nil && r.Params.Capabilities != nil &&
+					(r.Params.Capabilities.Sampling != nil || r.Params.Capabilities.Elicitation != nil) {
+					s.flags.Or(flagAsks) // its calls are the go-sdk's, which can ask it on their streams
+				}
+			}
+			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && err == nil && r.Params != nil {
+				e.levelSet(s, string(r.Params.Level))
 			}
 			if method == "notifications/initialized" && err == nil {
 				s.flags.Or(flagInitialized) // calls may take Edge.fastCall now
@@ -49,62 +70,57 @@ func (e *Edge) receiving(s *session) mcp.Middleware {
 	}
 }
 
-func listTools(sv *served, r *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	var cursor string
-	if r.Params != nil {
-		cursor = r.Params.Cursor
-	}
-	page, nextCursor, err := paginate(sv.toolList, cursor, func(t *mcp.Tool) string { return t.Name })
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ListToolsResult{Tools: page, NextCursor: nextCursor}, nil
-}
-
-func listPrompts(sv *served, r *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	var cursor string
-	if r.Params != nil {
-		cursor = r.Params.Cursor
-	}
-	page, nextCursor, err := paginate(sv.promptList, cursor, func(p *mcp.Prompt) string { return p.Name })
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ListPromptsResult{Prompts: page, NextCursor: nextCursor}, nil
-}
-
-func listResources(sv *served, r *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	var cursor string
-	if r.Params != nil {
-		cursor = r.Params.Cursor
-	}
-	page, nextCursor, err := paginate(sv.resList, cursor, func(r *mcp.Resource) string { return r.URI })
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ListResourcesResult{Resources: page, NextCursor: nextCursor}, nil
-}
-
-// paginate returns the page of the sorted list after cursor. A cursor is
-// the base64url of the last key of the previous page (keyset pagination:
-// stable while the list changes, like the go-sdk's).
-func paginate[T any](list []T, cursor string, key func(T) string) ([]T, string, error) {
-	start := 0
-	if cursor != "" {
-		last, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil {
-			return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", cursor)}
+// callMeta is the _meta of a call to pass on to its backend: the client's
+// (the go-sdk decoded it into a map; its progressToken among it) without
+// the members of the protocol's own namespace, which belong to the
+// client's hop (its protocol version, capabilities and client info on
+// 2026-07-28); nil for none.
+func callMeta(m mcp.Meta) json.RawMessage {
+	fwd := make(map[string]any, len(m))
+	for k, v := range m {
+		if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			fwd[k] = v
 		}
-		start = sort.Search(len(list), func(i int) bool { return key(list[i]) > string(last) })
 	}
-	end := min(len(list), start+pageSize)
-	page := make([]T, end-start) // never nil: lists are arrays on the wire
-	copy(page, list[start:end])
-	next := ""
-	if end < len(list) {
-		next = base64.RawURLEncoding.EncodeToString([]byte(key(list[end-1])))
+	if len(fwd) == 0 {
+		return nil
 	}
-	return page, next, nil
+	b, err := json.Marshal(fwd)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// cached settles the cache fields of a list or read result as the go-sdk
+// server does for its own (the edge answers these itself): a result the
+// policy filtered for its caller is "private", any other keeps the scope
+// it has ("public" when unset); ttlMs stays as it is (0 for the edge's
+// lists, which change with every generation).
+func (e *Edge) cached(res mcp.Result, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	var c *mcp.Cacheable
+	switch r := res.(type) {
+	case *mcp.ListToolsResult:
+		c = &r.Cacheable
+	case *mcp.ListPromptsResult:
+		c = &r.Cacheable
+	case *mcp.ListResourcesResult:
+		c = &r.Cacheable
+	case *mcp.ReadResourceResult:
+		c = &r.Cacheable
+	}
+	if c != nil {
+		switch {
+		case e.pol.Load() != nil:
+			c.CacheScope = "private"
+		case c.CacheScope == "":
+			c.CacheScope = "public"
+		}
+	}
+	return res, nil
 }
 
 // result turns a typed result into an mcp.Result that is nil on error.

@@ -77,7 +77,8 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	return m
 }
 
-func (m *metrics) backendCall(backend, method string, d time.Duration, err error) {
+// BackendCall implements backend.Observer.
+func (m *metrics) BackendCall(backend, method string, d time.Duration, err error) {
 	m.callSeconds.WithLabelValues(backend, method).Observe(d.Seconds())
 	if err != nil {
 		m.callErrors.WithLabelValues(backend, method).Inc()

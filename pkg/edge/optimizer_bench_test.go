@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
@@ -34,7 +35,7 @@ func findArgs() []json.RawMessage {
 // the mean result size.
 func BenchmarkFindToolHandler10k(b *testing.B) {
 	sv := servedOf(b, 1, synthCatalogs(benchTools, 42), nil)
-	sv.index = newToolIndex(sv, nil, nil)
+	sv.Index = view.NewIndex(sv, nil, nil)
 	e := &Edge{opt: newOptimizerMetrics(prometheus.NewRegistry())}
 	args := findArgs()
 	var durs []time.Duration
@@ -67,7 +68,7 @@ func BenchmarkToolIndexBuild10k(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	ti := newToolIndex(sv, nil, nil)
+	ti := view.NewIndex(sv, nil, nil)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	retained := float64(after.HeapAlloc) - float64(before.HeapAlloc)
@@ -75,7 +76,7 @@ func BenchmarkToolIndexBuild10k(b *testing.B) {
 	b.Run("fresh", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			newToolIndex(sv, nil, nil)
+			view.NewIndex(sv, nil, nil)
 		}
 		b.ReportMetric(retained/(1<<20), "index-MiB")
 	})
@@ -85,7 +86,7 @@ func BenchmarkToolIndexBuild10k(b *testing.B) {
 		next := servedOf(b, 2, cats, sv)
 		b.ReportAllocs()
 		for b.Loop() {
-			newToolIndex(next, nil, ti)
+			view.NewIndex(next, nil, ti)
 		}
 	})
 }
@@ -115,7 +116,7 @@ func BenchmarkFindToolMCP10k(b *testing.B) {
 	f := newFleet(b)
 	publishSynth(f, benchTools)
 	e := startEdge(b, f, &Options{Mode: ModeOptimizer})
-	eventually(b, time.Minute, "10,000 tools indexed", func() bool { return len(e.current().toolList) == benchTools })
+	eventually(b, time.Minute, "10,000 tools indexed", func() bool { return len(e.current().ToolList) == benchTools })
 	c := connect(b, e.MCPURL(), "2025-11-25")
 	ctx := context.Background()
 	var durs []time.Duration
@@ -146,7 +147,7 @@ func BenchmarkOptimizerSessionMemory(b *testing.B) {
 			f := newFleet(b)
 			publishSynth(f, tools)
 			e := startEdge(b, f, &Options{Mode: ModeOptimizer})
-			eventually(b, time.Minute, "view indexed", func() bool { return len(e.current().toolList) == tools })
+			eventually(b, time.Minute, "view indexed", func() bool { return len(e.current().ToolList) == tools })
 			reportSessionMemory(b, e, n)
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
@@ -86,7 +87,7 @@ func article(w string) string {
 
 // servedOf builds the served value of a group of advertisable backends with
 // the given tool definitions, as the resync loop would after prev.
-func servedOf(t testing.TB, gen uint64, cats map[string][]json.RawMessage, prev *served) *served {
+func servedOf(t testing.TB, gen uint64, cats map[string][]json.RawMessage, prev *view.Served) *view.Served {
 	t.Helper()
 	g := &events.Group{Name: "default", Backends: map[string]*events.Backend{}}
 	for name, tools := range cats {
@@ -98,11 +99,11 @@ func servedOf(t testing.TB, gen uint64, cats map[string][]json.RawMessage, prev 
 			Config: events.BackendConfig{URL: "http://127.0.0.1:1/mcp"}, Catalog: &events.Catalog{Tools: tools, Digest: d}}
 	}
 	if prev == nil {
-		prev = emptyServed()
+		prev = view.Empty()
 	}
-	sv := buildServed(gen, g, "_", prev)
-	if len(sv.dropped) > 0 {
-		t.Fatalf("dropped: %v", sv.dropped)
+	sv := view.Build(gen, g, "_", prev)
+	if len(sv.Dropped) > 0 {
+		t.Fatalf("dropped: %v", sv.Dropped)
 	}
 	return sv
 }
@@ -116,7 +117,7 @@ func toolDef(name, desc string) json.RawMessage {
 
 // decodeFind decodes a find_tool result and checks that its text content
 // is the same JSON as its structured content.
-func decodeFind(t testing.TB, res *mcp.CallToolResult) findResult {
+func decodeFind(t testing.TB, res *mcp.CallToolResult) view.FindResult {
 	t.Helper()
 	if res.IsError {
 		t.Fatalf("find_tool: isError: %s", text(res))
@@ -125,7 +126,7 @@ func decodeFind(t testing.TB, res *mcp.CallToolResult) findResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fromStruct, fromText findResult
+	var fromStruct, fromText view.FindResult
 	if err := json.Unmarshal(sc, &fromStruct); err != nil {
 		t.Fatalf("structuredContent %s: %v", sc, err)
 	}
@@ -141,7 +142,7 @@ func decodeFind(t testing.TB, res *mcp.CallToolResult) findResult {
 }
 
 // names lists the names of a find_tool result's tools.
-func (r findResult) names() []string {
+func resultNames(r view.FindResult) []string {
 	out := make([]string, len(r.Tools))
 	for i, ft := range r.Tools {
 		out[i] = ft.Name

@@ -12,11 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // find calls find_tool on the client's session.
-func (c *client) find(t testing.TB, query string, limit int) findResult {
+func (c *client) find(t testing.TB, query string, limit int) view.FindResult {
 	t.Helper()
 	args := map[string]any{"query": query}
 	if limit > 0 {
@@ -28,7 +29,7 @@ func (c *client) find(t testing.TB, query string, limit int) findResult {
 // finds reports whether find_tool for query returns the tool name.
 func (c *client) finds(t testing.TB, query, name string) bool {
 	t.Helper()
-	return slices.Contains(c.find(t, query, FindToolMaxLimit).names(), name)
+	return slices.Contains(resultNames(c.find(t, query, FindToolMaxLimit)), name)
 }
 
 // callVia calls a tool through call_tool.
@@ -128,7 +129,7 @@ func TestOptimizerDeadBackendVanishes(t *testing.T) {
 			e := startEdge(t, f, optimizerOpts(50*time.Millisecond))
 			c := connect(t, e.MCPURL(), v.version)
 			got := c.find(t, "echo text", 0)
-			if !slices.Contains(got.names(), "alpha_echo") || !slices.Contains(got.names(), "beta_echo") || got.CatalogTools != 4 {
+			if !slices.Contains(resultNames(got), "alpha_echo") || !slices.Contains(resultNames(got), "beta_echo") || got.CatalogTools != 4 {
 				t.Fatalf("find_tool: %+v", got)
 			}
 			if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "x"})); got != "alpha: x" {
@@ -138,7 +139,7 @@ func TestOptimizerDeadBackendVanishes(t *testing.T) {
 			f.health("default", "alpha", false)
 			eventually(t, 20*time.Second, "alpha's tools gone from find_tool", func() bool {
 				r := c.find(t, "echo text add numbers", 0)
-				return r.CatalogTools == 2 && !slices.ContainsFunc(r.names(), func(n string) bool { return strings.HasPrefix(n, "alpha_") })
+				return r.CatalogTools == 2 && !slices.ContainsFunc(resultNames(r), func(n string) bool { return strings.HasPrefix(n, "alpha_") })
 			})
 			res := c.callVia(t, "alpha_echo", map[string]any{"text": "x"})
 			if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) || !strings.Contains(text(res), "find_tool") {
@@ -277,14 +278,14 @@ func TestOptimizerConcurrentFindDuringSwaps(t *testing.T) {
 					t.Errorf("find_tool: %v %+v", err, res)
 					return
 				}
-				var r findResult
+				var r view.FindResult
 				if err := json.Unmarshal([]byte(text(res)), &r); err != nil {
 					t.Errorf("find_tool result %q: %v", text(res), err)
 					return
 				}
 				n++
-				hasBeta := slices.Contains(r.names(), "beta_echo")
-				if !slices.Contains(r.names(), "alpha_echo") || (hasBeta != (r.CatalogTools == 4)) || (r.CatalogTools != 2 && r.CatalogTools != 4) {
+				hasBeta := slices.Contains(resultNames(r), "beta_echo")
+				if !slices.Contains(resultNames(r), "alpha_echo") || (hasBeta != (r.CatalogTools == 4)) || (r.CatalogTools != 2 && r.CatalogTools != 4) {
 					t.Errorf("inconsistent find_tool result: %+v", r)
 					return
 				}
@@ -357,12 +358,12 @@ func TestOptimizerFindsDemoTool(t *testing.T) {
 			continue
 		}
 		if len(got.Tools) == 0 || got.Tools[0].Name != want {
-			t.Errorf("find_tool %q = %v, want %s first", query, got.names(), want)
+			t.Errorf("find_tool %q = %v, want %s first", query, resultNames(got), want)
 			continue
 		}
 		top := got.Tools[0]
-		def := e.current().tools[want]
-		if top.Description != def.Description || string(top.InputSchema) != string(rawSchema(def.InputSchema)) || top.Score <= 0 {
+		def := e.current().Tools[want]
+		if top.Description != def.Description || string(top.InputSchema) != string(view.RawSchema(def.InputSchema)) || top.Score <= 0 {
 			t.Errorf("find_tool %q: %+v does not carry the tool's definition", query, top)
 		}
 	}

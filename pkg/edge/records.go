@@ -355,6 +355,20 @@ func (e *Edge) sessionCreated(s *session, owner string, params json.RawMessage, 
 	}
 }
 
+// levelSet notes the log level the client of s set, in its record too:
+// its calls are the go-sdk's from now on (they relay log messages).
+func (e *Edge) levelSet(s *session, level string) {
+	s.flags.Or(flagLogs)
+	s.rec.mu.Lock()
+	changed := s.rec.rec.LogLevel != level
+	s.rec.rec.LogLevel = level
+	s.rec.dirty = s.rec.dirty || changed
+	s.rec.mu.Unlock()
+	if changed {
+		e.recs.enqueue(s)
+	}
+}
+
 // touched notes a request of s.
 func (r *recorder) touched(s *session, now time.Time) {
 	s.rec.mu.Lock()

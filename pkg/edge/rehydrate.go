@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -226,6 +227,24 @@ func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, r
 	if code != http.StatusAccepted {
 		hd.s.close()
 		return nil, fmt.Errorf("session %q: replay notifications/initialized: status %d", rec.ID, code)
+	}
+	if rec.LogLevel != "" { // a known level (the store checked it): no escaping needed
+		code, _ = e.replayPost(ctx, h, orig, rec.ID, rec.ProtocolVersion,
+			`{"jsonrpc":"2.0","id":"fleetgate-replay-level","method":"logging/setLevel","params":{"level":"`+rec.LogLevel+`"}}`)
+		if code != http.StatusOK {
+			hd.s.close()
+			return nil, fmt.Errorf("session %q: replay logging/setLevel: status %d", rec.ID, code)
+		}
+	}
+	for i, uri := range rec.Subscriptions { // bounded by the store
+		q, _ := json.Marshal(uri) // a string: it encodes
+		code, _ = e.replayPost(ctx, h, orig, rec.ID, rec.ProtocolVersion,
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":"fleetgate-replay-sub-%d","method":"resources/subscribe","params":{"uri":%s}}`, i, q))
+		if code != http.StatusOK {
+			// The resource may have gone meanwhile: the session goes on
+			// without the subscription, as a client's would fail now.
+			e.log.Info().Str("session", rec.ID).Int("status", code).Msg("stored subscription not renewed")
+		}
 	}
 	return hd.s, nil
 }

@@ -6,14 +6,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/health"
 )
 
 // follow is the resync loop. It is level-based: a Reader signal only says
 // that the state moved on; the loop reads the state it finds then, so any
-// number of events between two passes make one batch. Batches are at least
-// Coalesce apart: the first change after a quiet period goes out at once,
-// later ones wait for the end of the window and go out together.
+// number of events between two passes make one batch. Batches are paced by
+// a health.Burst: the first change after a quiet period, or after a
+// burst's trailing batch, goes out at once and opens a Coalesce window;
+// changes inside the window wait for its end and go out together. The
+// start-up batch, before the edge is ready, opens no window. A batch that
+// withdraws a backend the served view advertises goes out at once, even
+// inside a window: no session is kept calling a backend known to be down.
 func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 	caught := make(chan struct{})
 	go func() {
@@ -21,7 +27,7 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 			close(caught)
 		}
 	}()
-	var last time.Time // when the last batch was applied
+	pace := health.NewBurst(e.opts.Coalesce)
 	for {
 		select {
 		case <-ctx.Done():
@@ -30,15 +36,13 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 		case <-caught:
 			caught = nil
 		}
-		if !last.IsZero() {
-			if wait := e.opts.Coalesce - time.Since(last); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
+		if wait := time.Until(pace.Due(time.Now(), e.withdraws(e.reader.State()))); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
 			}
 		}
 		// The state read below covers any signal raised so far.
@@ -47,9 +51,8 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 		default:
 		}
 		caughtUp := e.reader.CaughtUp()
-		if e.resync(e.reader.State()) {
-			last = time.Now()
-		}
+		wasReady := e.ready.Load()
+		pace.Applied(time.Now(), e.resync(e.reader.State()) && wasReady)
 		if caughtUp && !e.ready.Load() {
 			e.ready.Store(true)
 			e.log.Info().Uint64("generation", e.confirmed.Load()).Msg("caught up with the event log; ready")
@@ -57,14 +60,40 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 	}
 }
 
+// withdraws reports whether st takes away (down or removed) a backend of
+// the served group that the last applied state advertised.
+func (e *Edge) withdraws(st *events.State) bool {
+	e.evMu.Lock()
+	prev := e.lastGroup
+	e.evMu.Unlock()
+	if prev == nil {
+		return false
+	}
+	g := st.Group(e.opts.Group)
+	for name, b := range prev.Backends {
+		if !b.Advertisable {
+			continue
+		}
+		if g == nil {
+			return true
+		}
+		if nb := g.Backends[name]; nb == nil || !nb.Advertisable {
+			return true
+		}
+	}
+	return false
+}
+
 // resync brings the served view to state st and applies the change to
 // every session. It reports whether the view changed.
 func (e *Edge) resync(st *events.State) bool {
+	ap := e.startApply() // trace.go: nil untraced
+	defer ap.end(st)
 	g := st.Group(e.opts.Group)
-	defer func() {
-		e.confirmed.Store(st.Generation)
-		e.m.applied.Set(float64(st.Generation))
-	}()
+	// The tool policy of the state is in force before its view is served:
+	// a batch that adds a tool and hides it never serves it meanwhile.
+	e.applyPolicy(st.Policy(), time.Now())
+	defer e.confirm(st)
 	e.evMu.Lock()
 	same := g == e.lastGroup && e.lastGroup != nil
 	e.lastGroup = g
@@ -72,28 +101,29 @@ func (e *Edge) resync(st *events.State) bool {
 	if same {
 		// The group's backends are unchanged (State shares untouched
 		// groups), so the view is too.
-		e.takeEventTime(st.Generation)
+		e.takeEventTime(st)
 		return false
 	}
 	prev := e.current()
-	next := buildServed(st.Generation, g, e.opts.Separator, prev)
-	_, cfgs := groupSources(g)
+	next := view.Build(st.Generation, g, e.opts.Separator, prev)
+	next.Regions = st.Regions
+	cfgs := next.Backends
 	e.backends.Store(&cfgs)
 	// Pooled sessions of backends that left, are not advertisable or
 	// changed URL or transport are closed: a backend coming back is
 	// reconnected on its next call.
-	e.pool.prune(cfgs)
-	for _, d := range next.dropped {
+	e.pool.Prune(cfgs)
+	for _, d := range next.Dropped {
 		e.log.Error().Str("definition", d).Msg("definition refused by the go-sdk; not served")
 	}
-	ch := changeBetween(prev, next)
-	at := e.takeEventTime(st.Generation)
-	if ch.empty() {
+	ch := view.Between(prev, next)
+	at := e.takeEventTime(st)
+	if ch.None() {
 		return false
 	}
 	notify := e.indexView(prev, next, ch) // optimizer: tools only when pinned ones changed
-	if len(next.view.Collisions) > 0 {
-		for _, c := range next.view.Collisions {
+	if len(next.Catalog.Collisions) > 0 {
+		for _, c := range next.Catalog.Collisions {
 			e.log.Warn().Str("kind", string(c.Kind)).Str("name", c.Name).Str("backend", c.Backend).
 				Str("original", c.Original).Str("kept_by", c.KeptBy).Str("exposed_as", c.Exposed).
 				Msg("exposed name collision")
@@ -107,25 +137,29 @@ func (e *Edge) resync(st *events.State) bool {
 		targets = append(targets, s)
 	}
 	e.mu.Unlock()
-	e.m.viewTools.Set(float64(len(next.view.Tools)))
-	e.m.collisions.Set(float64(len(next.view.Collisions)))
+	e.m.viewTools.Set(float64(len(next.Catalog.Tools)))
+	e.m.collisions.Set(float64(len(next.Catalog.Collisions)))
 
 	start := time.Now()
+	if !at.IsZero() {
+		e.m.events.ChangeAge(events.HopApplied, start.Sub(at))
+	}
 	e.fanOut(targets, func(s *session) {
 		if s.apply(next, notify, at) {
 			e.m.notifyDropped.Inc()
 		}
 	})
 	e.m.batches.Inc()
+	ap.reached(len(targets) - 1)
 	e.viewApplied(targets, next)
 	e.wg.Go(func() {
 		for _, s := range targets {
 			s.refill()
 		}
 	})
-	e.log.Info().Uint64("generation", st.Generation).Str("digest", next.view.Digest).
-		Int("tools", len(next.view.Tools)).Bool("tools_changed", ch.tools).Bool("prompts_changed", ch.prompts).
-		Bool("resources_changed", ch.resources).
+	e.log.Info().Uint64("generation", st.Generation).Str("digest", next.Catalog.Digest).
+		Int("tools", len(next.Catalog.Tools)).Bool("tools_changed", ch.Tools).Bool("prompts_changed", ch.Prompts).
+		Bool("resources_changed", ch.Resources).
 		Int("sessions", len(targets)-1).Dur("apply", time.Since(start)).Msg("view changed")
 	return true
 }

@@ -87,17 +87,22 @@ func TestFlappingCoalesces(t *testing.T) {
 			// event is applied at once (the leading edge) and the rest at
 			// the end of the window.
 			time.Sleep(window)
+			start := time.Now()
 			for range 10 {
 				f.health("default", "alpha", false)
 				f.health("default", "alpha", true)
 			}
 			last := f.health("default", "alpha", false) // ends down: the view did change
+			burst := time.Since(start)
 			eventually(t, 20*time.Second, "edge at the last generation", func() bool { return e.confirmed.Load() >= last })
 			// A full window more: any batch still due has gone out.
 			time.Sleep(2 * window)
-			n := c.changed.Load()
-			if n < 1 || n > 2 {
-				t.Fatalf("%d notifications for a burst of 10 flaps, want 1 or 2", n)
+			// The leading edge, then one batch per window the burst lasted:
+			// two for a burst within one window. (On a loaded machine the
+			// publishes may take longer than a window.)
+			most := int64(1) + int64((burst+window-1)/window)
+			if n := c.changed.Load(); n < 1 || n > max(most, 2) {
+				t.Fatalf("%d notifications for a burst of 10 flaps published in %s, want 1 to %d", n, burst, max(most, 2))
 			}
 			if names := c.toolNames(t); len(names) != 0 {
 				t.Fatalf("tools after the burst: %v", names)

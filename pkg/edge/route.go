@@ -5,14 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 )
 
-// ErrUnavailable is wrapped by the errors of prompts and resources the
-// served view does not hold (tool calls get an isError result instead).
+// ErrUnavailable is wrapped by the failures (in the call trail) of calls the
+// served view does not hold (the caller gets an isError result).
 var ErrUnavailable = errors.New("not available on this edge")
 
 // unavailable is the result of a call to a tool the view does not hold.
@@ -31,38 +38,84 @@ func (e *Edge) backendConfig(name string) (events.BackendConfig, bool) {
 	return cfg, ok
 }
 
-// callTool routes a tools/call to the owning backend under the tool's
-// original name.
-func (e *Edge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r := e.forwardTool(ctx, req.Params.Name, req.Params.Arguments)
-	return r.decoded(), nil
+// route is where a call of one exposed tool goes: the view's entry (the
+// owning backend and the tool's own name) and that backend's config. It is
+// resolved once per call, and the call and its trail entry both use it.
+type route struct {
+	tool catalog.ToolEntry
+	cfg  events.BackendConfig
+	gen  uint64 // of the view it was resolved in
 }
 
-// forwardTool is callTool for the tool name and raw arguments. A failure
-// is an isError result naming the tool.
-func (e *Edge) forwardTool(ctx context.Context, name string, args json.RawMessage) toolReply {
-	e.inflight.Add(1)
-	defer e.inflight.Add(-1)
-	entry, ok := e.current().view.Tool(name)
+// resolve routes call c's exposed tool by the current view: an error
+// wrapping ErrUnavailable when no advertisable backend serves it, or
+// errDenied when the policy hides it from the caller (who is answered as
+// for an unknown tool).
+func (e *Edge) resolve(c toolCall) (route, error) {
+	name := c.name
+	cur := e.current()
+	rt := route{gen: e.generation(cur)}
+	entry, ok := cur.Catalog.Tool(name)
 	if !ok {
-		noteCallError(ctx, fmt.Errorf("tool %q: %w", name, ErrUnavailable))
-		return toolReply{res: e.unavailable(name)}
+		return rt, fmt.Errorf("tool %q: %w", name, ErrUnavailable)
 	}
+	rt.tool = entry
 	cfg, ok := e.backendConfig(entry.Backend)
 	if !ok {
-		noteCallError(ctx, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable))
-		return toolReply{res: e.unavailable(name)}
+		return rt, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable)
 	}
-	r, err := e.pool.callBackendTool(ctx, entry.Backend, cfg, entry.Original, args)
+	rt.cfg = cfg
+	if ok, refusal := e.allowed(cur, c.ti, c.ident, policy.KindTool, name); !ok {
+		return rt, refusal
+	}
+	return rt, nil
+}
+
+// toolCall is one tools/call: who asked (the session, and for a session-less
+// call the request's identity), what, and where it went.
+type toolCall struct {
+	s     *session
+	ident string // of a call without a session record
+	name  string
+	args  json.RawMessage
+	later *backend.Closings // of a call lane: the backend bodies it closes after answering
+	ti    *goauth.TokenInfo // the caller's verified token, nil without bearer auth
+	meta  json.RawMessage   // the call's _meta, passed on (progressToken); nil for none
+	relay backend.Relay     // the caller's client, for what the backend sends during the call; nil: nobody
+}
+
+// runCall routes a tools/call once, forwards it, and records it in the
+// call trail (when one is kept) with the route it took. A failure is an
+// isError result naming the tool; the trail has the reason.
+func (e *Edge) runCall(ctx context.Context, c toolCall) backend.Reply {
+	e.inflight.Add(1)
+	defer e.inflight.Add(-1)
+	start := time.Now()
+	rt, err := e.resolve(c)
+	if e.traced {
+		return e.tracedForward(ctx, c, rt, err, start) // trace.go
+	}
+	return e.forward(ctx, c, rt, err, start)
+}
+
+// forward forwards call c by route rt (resolved at start; err its
+// failure) and records it in the call trail when one is kept.
+func (e *Edge) forward(ctx context.Context, c toolCall, rt route, err error, start time.Time) backend.Reply {
+	var reply backend.Reply
 	if err != nil {
-		// err is a *BackendError: its text names the backend and the kind
+		reply = backend.Reply{Res: e.unavailable(c.name)}
+	} else if reply, err = e.pool.CallTool(ctx, backend.Call{Backend: rt.tool.Backend, Config: rt.cfg, Tool: rt.tool.Original,
+		Args: c.args, Meta: c.meta, Later: c.later, Relay: c.relay}); err != nil {
+		// err is a *backend.Error: its text names the backend and the kind
 		// of failure only (never the backend's URL or error body).
-		e.log.Warn().Str("tool", name).Str("backend", entry.Backend).Err(err).Msg("tool call failed")
-		noteCallError(ctx, err)
-		return toolReply{res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("tool %q: %v", name, err)}}}}
+		e.log.Warn().Str("tool", c.name).Str("backend", rt.tool.Backend).Err(err).Msg("tool call failed")
+		reply = backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("tool %q: %v", c.name, err)}}}}
 	}
-	return r
+	if e.opts.CallTrail != nil {
+		e.audit(c, rt, start, &reply, err)
+	}
+	return reply
 }
 
 // getPrompt routes prompts/get to the owning backend.
@@ -70,14 +123,15 @@ func (e *Edge) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	e.inflight.Add(1)
 	defer e.inflight.Add(-1)
 	name := req.Params.Name
-	entry, ok := e.current().view.Prompt(name)
-	cfg, ok2 := e.backendConfig(entry.Backend)
-	if !ok || !ok2 {
-		e.m.unknownCalls.Inc()
-		return nil, fmt.Errorf("prompt %q: %w", name, ErrUnavailable)
+	cur := e.current()
+	entry, ok := cur.Catalog.Prompt(name)
+	cfg, ok := e.reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindPrompt, name)
+	if !ok {
+		// As a go-sdk server answers an unknown prompt: invalid params.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: %v", name, ErrUnavailable)}
 	}
 	params := &mcp.GetPromptParams{Name: entry.Original, Arguments: req.Params.Arguments}
-	return doOn(ctx, e.pool, entry.Backend, cfg, "prompts/get", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+	return backend.Do(ctx, e.pool, entry.Backend, cfg, "prompts/get", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 		return cs.GetPrompt(ctx, params)
 	})
 }
@@ -87,13 +141,129 @@ func (e *Edge) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (
 	e.inflight.Add(1)
 	defer e.inflight.Add(-1)
 	uri := req.Params.URI
-	entry, ok := e.current().view.Resource(uri)
-	cfg, ok2 := e.backendConfig(entry.Backend)
-	if !ok || !ok2 {
-		e.m.unknownCalls.Inc()
+	cur := e.current()
+	entry, ok := cur.Catalog.Resource(uri)
+	if !ok {
+		// An expansion of a resource template is read at the template's
+		// backend, under the URI as sent.
+		if t, tok := e.template(uri); tok {
+			entry, ok = catalog.ResourceEntry{URI: uri, Backend: t.Backend, OriginalURI: uri}, true
+		}
+	}
+	cfg, ok := e.reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
+	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	return doOn(ctx, e.pool, entry.Backend, cfg, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
-		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	own := entry.OriginalURI // a renamed resource is read by the backend's own URI
+	if own == "" {
+		own = uri
+	}
+	res, err := backend.Do(ctx, e.pool, entry.Backend, cfg, "resources/read", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: own})
 	})
+	if err == nil && own != uri {
+		for _, c := range res.Contents {
+			if c != nil && c.URI == own {
+				c.URI = uri // as the client knows it
+			}
+		}
+	}
+	return res, err
+}
+
+// reachable is the config of backend, owner of the item of kind k named
+// name that the view holds (found), when the backend is advertisable and
+// the caller of a request (x) may use the item; not ok otherwise (counted
+// as a request for an unknown item: it is answered as one).
+func (e *Edge) reachable(cur *view.Served, backend string, found bool, x *mcp.RequestExtra, k policy.Kind, name string) (events.BackendConfig, bool) {
+	cfg, ok := e.backendConfig(backend)
+	if found && ok {
+		ok, _ = e.allowed(cur, tokenInfoOf(x), e.identityOf(x), k, name)
+	}
+	if !found || !ok {
+		e.m.unknownCalls.Inc()
+		return events.BackendConfig{}, false
+	}
+	return cfg, true
+}
+
+// complete routes completion/complete by its reference: a prompt's to the
+// backend owning the prompt, under the prompt's own name; a resource's to
+// the backend owning the resource URI. A reference the caller cannot see
+// is answered as the go-sdk answers an unknown one: invalid params.
+func (e *Edge) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	e.inflight.Add(1)
+	defer e.inflight.Add(-1)
+	ref := req.Params.Ref
+	if ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: no ref"}
+	}
+	cur := e.current()
+	var (
+		owner, name string
+		kind        policy.Kind
+		own         = *ref
+		ok          bool
+	)
+	switch ref.Type {
+	case "ref/prompt":
+		var entry catalog.PromptEntry
+		entry, ok = cur.Catalog.Prompt(ref.Name)
+		owner, kind, name, own.Name = entry.Backend, policy.KindPrompt, ref.Name, entry.Original
+	case "ref/resource":
+		var entry catalog.ResourceEntry
+		entry, ok = cur.Catalog.Resource(ref.URI)
+		owner, kind, name = entry.Backend, policy.KindResource, ref.URI
+		if entry.OriginalURI != "" {
+			own.URI = entry.OriginalURI
+		}
+		if !ok { // a resource template's completion: by its uriTemplate
+			for _, t := range e.templates() {
+				if t.URITemplate == ref.URI {
+					owner, ok = t.Backend, true
+					break
+				}
+			}
+		}
+	}
+	cfg, ok := e.reachable(cur, owner, ok, req.GetExtra(), kind, name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: %s %q: %v", ref.Type, name, ErrUnavailable)}
+	}
+	params := &mcp.CompleteParams{Ref: &own, Argument: req.Params.Argument, Context: req.Params.Context}
+	return backend.Do(ctx, e.pool, owner, cfg, "completion/complete", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+		return cs.Complete(ctx, params)
+	})
+}
+
+// templates are the resource templates the edge serves: the view's,
+// without a policy. The tool policy has no rules for templates yet, so
+// an edge with a policy serves none (fails closed): a read of an
+// expansion is then refused as an unknown resource.
+func (e *Edge) templates() []catalog.TemplateEntry {
+	if e.pol.Load() != nil {
+		return nil
+	}
+	return e.current().Catalog.Templates
+}
+
+// template is the served resource template uri is an expansion of.
+func (e *Edge) template(uri string) (catalog.TemplateEntry, bool) {
+	if e.pol.Load() != nil {
+		return catalog.TemplateEntry{}, false
+	}
+	return e.current().Catalog.Template(uri)
+}
+
+// listTemplates answers resources/templates/list: the served templates,
+// in the view's order, on one page.
+func (e *Edge) listTemplates() (*mcp.ListResourceTemplatesResult, error) {
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	for _, t := range e.templates() {
+		var rt mcp.ResourceTemplate
+		if json.Unmarshal(t.Def, &rt) == nil {
+			res.ResourceTemplates = append(res.ResourceTemplates, &rt)
+		}
+	}
+	return res, nil
 }

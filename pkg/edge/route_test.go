@@ -2,10 +2,13 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -79,33 +82,23 @@ func TestCallTimeout(t *testing.T) {
 	}
 }
 
-// Lists are paged with keyset cursors.
-func TestPaginate(t *testing.T) {
-	list := make([]string, 2500)
-	for i := range list {
-		list[i] = fmt.Sprintf("t%04d", i)
+// An unknown prompt is invalid params, as a go-sdk server answers it; a
+// request without a session id that is not initialize gets 400.
+func TestUnknownPromptAndSessionlessRequest(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, nil)
+	c := connect(t, e.MCPURL(), "2025-11-25")
+	_, err := c.cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "nope_prompt"})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("unknown prompt: %v, want JSON-RPC error %d", err, jsonrpc.CodeInvalidParams)
 	}
-	id := func(s string) string { return s }
-	var all []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		page, next, err := paginate(list, cursor, id)
-		if err != nil || pages > 3 {
-			t.Fatalf("page %d: %v", pages, err)
-		}
-		all = append(all, page...)
-		if next == "" {
-			break
-		}
-		cursor = next
+	res := postWithToken(t, e.MCPURL(), "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("tools/list without a session: %d, want 400", res.StatusCode)
 	}
-	if fmt.Sprint(all) != fmt.Sprint(list) {
-		t.Fatalf("pages do not add up: %d items", len(all))
-	}
-	if _, _, err := paginate(list, "!!", id); err == nil {
-		t.Fatal("bad cursor accepted")
-	}
-	if page, next, _ := paginate([]string(nil), "", id); page == nil || len(page) != 0 || next != "" {
-		t.Fatalf("empty list: %v %q", page, next)
+	if res := postWithToken(t, e.MCPURL(), "", "", initBody); res.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %d", res.StatusCode)
 	}
 }

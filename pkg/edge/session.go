@@ -4,9 +4,14 @@ import (
 	"context"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,6 +34,10 @@ type session struct {
 	srv     *mcp.Server
 	created int64  // unix nanos (a time.Time would take the struct past a size class)
 	ident   string // the creator's identity, set before open (session limits)
+	// subject is the caller's policy subject as of its last list request
+	// (nil until then, or without a policy): a policy change is compared
+	// for it.
+	subject atomic.Pointer[policy.Subject]
 
 	protocol atomic.Pointer[string]
 	// since is the stream timestamp (unix nanos) of the oldest event whose
@@ -36,12 +45,14 @@ type session struct {
 	since atomic.Int64
 
 	mu      sync.Mutex // guards the fields below and srv's registry
-	applied *served
+	applied *view.Served
 	// pending holds the list_changed notifications (pendingTools, ...)
 	// owed to a session-based client; stream is its standalone GET stream,
 	// nil when none is attached; ended is set when the session is over
 	// (stream.go).
 	pending uint8
+	updated []string   // resources/updated owed, by URI (subscribe.go)
+	sent    sentEvents // what the standalone stream sent, by event id (streamids.go)
 	ended   bool
 	stream  *sessionStream
 	subs    uint8 // a listen stream the edge serves (srv nil): the kinds it subscribed to
@@ -50,10 +61,10 @@ type session struct {
 	// last notification of that method was sent for; sending, the methods
 	// whose notification is being written. Both are indexed by listIndex
 	// (arrays: an idle session holds no maps).
-	notified [3]*served
+	notified [3]*view.Served
 	sending  [3]bool
 	marker   bool          // markerTool is registered on srv
-	flags    atomic.Uint32 // flagBound, flagInitialized
+	flags    atomic.Uint32 // flagBound, flagInitialized, flagAsks, flagLogs
 
 	rec sessionRecord // record and convergence evidence (records.go)
 }
@@ -65,15 +76,19 @@ func (e *Edge) newSession(id, kind, protocol string) *session {
 	if protocol != "" {
 		s.protocol.Store(&protocol)
 	}
-	s.srv = mcp.NewServer(e.impl, // shared: the go-sdk only reads it
-		&mcp.ServerOptions{
-			// R1: the session server's ID is fixed, so that a later
-			// rehydration from a stored session record can rebuild the very
-			// same session on another edge.
-			GetSessionID: func() string { return id },
-			Capabilities: e.caps, // shared: the go-sdk clones it
-			Logger:       e.slog,
-		})
+	so := &mcp.ServerOptions{
+		// R1: the session server's ID is fixed, so that a later
+		// rehydration from a stored session record can rebuild the very
+		// same session on another edge.
+		GetSessionID: func() string { return id },
+		Capabilities: e.caps, // shared: the go-sdk clones it
+		Logger:       e.slog,
+	}
+	if kind == kindSession || kind == kindListen { // resource subscriptions (subscribe.go)
+		so.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return e.subscribe(ctx, s, r) }
+		so.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error { return e.unsubscribe(ctx, s, r) }
+	}
+	s.srv = mcp.NewServer(e.impl, so) // e.impl shared: the go-sdk only reads it
 	if kind == kindListen {
 		s.srv.AddTool(markerTool, nil) // no session yet: no notification
 		s.marker = true
@@ -113,18 +128,31 @@ func (s *session) protocolVersion() string {
 //
 // eventTime is the oldest event timestamp the change carries. merged
 // reports a notification merged into one still pending on the stream.
-func (s *session) apply(next *served, c change, eventTime time.Time) (merged bool) {
+func (s *session) apply(next *view.Served, c view.Change, eventTime time.Time) (merged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.applied == next {
 		return false
 	}
 	s.applied = next
-	if c.empty() || s.kind == kindStateless {
+	return s.notifyLocked(c, eventTime)
+}
+
+// notify tells s's client that the lists of change c changed (a policy
+// change that altered what the client may see), as apply does.
+func (s *session) notify(c view.Change, eventTime time.Time) (merged bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notifyLocked(c, eventTime)
+}
+
+// notifyLocked is notify with s.mu held.
+func (s *session) notifyLocked(c view.Change, eventTime time.Time) (merged bool) {
+	if c.None() || s.kind == kindStateless {
 		return false // the shared stateless server has no one to notify
 	}
 	if s.kind == kindSession || s.srv == nil {
-		bits := c.bits()
+		bits := pendingOf(c)
 		if s.srv == nil {
 			bits &= s.subs // a listen stream: only what it subscribed to
 		}
@@ -142,7 +170,7 @@ func (s *session) apply(next *served, c change, eventTime time.Time) (merged boo
 	if !eventTime.IsZero() {
 		s.since.CompareAndSwap(0, eventTime.UnixNano())
 	}
-	if c.tools {
+	if c.Tools {
 		if s.marker {
 			s.srv.RemoveTools(markerTool.Name)
 		} else {
@@ -150,10 +178,10 @@ func (s *session) apply(next *served, c change, eventTime time.Time) (merged boo
 		}
 		s.marker = !s.marker
 	}
-	if c.prompts {
+	if c.Prompts {
 		s.srv.AddPrompt(markerPrompt, nil)
 	}
-	if c.resources {
+	if c.Resources {
 		s.srv.AddResource(markerResource, nil)
 	}
 	return false
@@ -209,7 +237,7 @@ func (e *Edge) open(s *session) {
 }
 
 // served returns the session's applied served value.
-func (s *session) served() *served {
+func (s *session) served() *view.Served {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.applied
@@ -218,6 +246,7 @@ func (s *session) served() *served {
 // forget unregisters a session.
 func (e *Edge) forget(s *session) {
 	s.end()
+	e.subs.drop(e, s)
 	e.mu.Lock()
 	if e.sessions[s.id] == s {
 		delete(e.sessions, s.id)
@@ -240,6 +269,8 @@ func (e *Edge) lookup(id string) *session {
 const (
 	flagBound       = 1 << iota // the go-sdk session of s was made (see Edge.track)
 	flagInitialized             // the go-sdk accepted notifications/initialized
+	flagAsks                    // the client declared sampling or elicitation (relay.go)
+	flagLogs                    // the client set a log level (relay.go)
 )
 
 // sweepEvery is how often Edge.sweep looks for ended sessions.
@@ -389,7 +420,9 @@ func (e *Edge) sending(s *session) mcp.Middleware {
 			if err == nil {
 				e.m.notifications.WithLabelValues(method).Inc()
 				if since := s.since.Swap(0); since != 0 {
-					e.m.latency.Observe(time.Since(time.Unix(0, since)).Seconds())
+					age := time.Since(time.Unix(0, since))
+					e.m.latency.Observe(age.Seconds())
+					e.m.events.ChangeAge(events.HopNotified, age)
 				}
 			}
 			return res, err

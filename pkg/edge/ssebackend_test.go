@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
@@ -274,8 +276,8 @@ func TestSSEStreamEndsWithBackend(t *testing.T) {
 }
 
 // newTestPool is a pool with the edge's default backend client.
-func newTestPool() *pool {
-	return newPool(&http.Client{Transport: newConnTransport(http.DefaultTransport.(*http.Transport).Clone())},
+func newTestPool() *backend.Pool {
+	return backend.NewPool(&http.Client{Transport: h1.NewTransport(http.DefaultTransport.(*http.Transport).Clone())},
 		10*time.Second, 0, newMetrics(prometheus.NewRegistry()))
 }
 
@@ -289,15 +291,15 @@ func TestSSEPoolOwnsStream(t *testing.T) {
 	ctx := context.Background()
 	sse := events.BackendConfig{URL: s.url, Transport: "sse"}
 	streamable := events.BackendConfig{URL: plain.URL(), Transport: "streamable-http"}
-	call := func(cfg events.BackendConfig) (toolReply, error) {
-		return p.callBackendTool(ctx, "alpha", cfg, "echo", []byte(`{"text":"x"}`))
+	call := func(cfg events.BackendConfig) (backend.Reply, error) {
+		return p.CallTool(ctx, backend.Call{Backend: "alpha", Config: cfg, Tool: "echo", Args: []byte(`{"text":"x"}`)})
 	}
 
-	if r, err := call(sse); err != nil || text(r.decoded()) != "alpha: x" {
+	if r, err := call(sse); err != nil || text(r.Decoded()) != "alpha: x" {
 		t.Fatalf("sse call: %v %+v", err, r)
 	}
 	first := s.next(t)
-	if r, err := call(streamable); err != nil || text(r.decoded()) != "alpha: x" || plain.Calls() != 1 {
+	if r, err := call(streamable); err != nil || text(r.Decoded()) != "alpha: x" || plain.Calls() != 1 {
 		t.Fatalf("streamable call: %v %+v (%d calls)", err, r, plain.Calls())
 	}
 	waitEnded(t, first, "the transport changed")
@@ -312,7 +314,7 @@ func TestSSEPoolOwnsStream(t *testing.T) {
 	waitEnded(t, second, "the URL changed")
 	third := s.next(t)
 
-	p.closeAll()
+	p.CloseAll()
 	waitEnded(t, third, "closeAll")
 	if _, err := call(sse); err == nil {
 		t.Fatal("call after closeAll: no error")
@@ -330,8 +332,8 @@ func TestSSEErrorsHideURL(t *testing.T) {
 	secret := s.url + "?token=s3cret"
 	s.stop() // nothing listens there any more
 	p := newTestPool()
-	defer p.closeAll()
-	_, err := p.callBackendTool(context.Background(), "alpha", events.BackendConfig{URL: secret, Transport: "sse"}, "echo", nil)
+	defer p.CloseAll()
+	_, err := p.CallTool(context.Background(), backend.Call{Backend: "alpha", Config: events.BackendConfig{URL: secret, Transport: "sse"}, Tool: "echo"})
 	if err == nil {
 		t.Fatal("call to a stopped backend: no error")
 	}

@@ -4,11 +4,14 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // The standalone GET stream of a session-based client (2025-03-26 ..
@@ -24,24 +27,30 @@ import (
 //
 // Everything else about the session (initialize, POSTs, DELETE, the idle
 // timeout) stays with the go-sdk. GET requests the go-sdk would refuse (a
-// bad Accept, Host or protocol version header, a Last-Event-ID: the edge
-// keeps no event store) are still handed to it, so the answers are its.
+// bad Accept, Host or protocol version header, more than one
+// Last-Event-ID) are still handed to it, so the answers are its. Events
+// carry ids, and a GET with Last-Event-ID resumes (streamids.go).
+
+// maxEventID bounds a Last-Event-ID the edge reads (its own are about 30
+// bytes); a longer one goes to the go-sdk, which refuses it.
+const maxEventID = 64
 
 // streamWriteTimeout bounds one write to a standalone stream.
 const streamWriteTimeout = 10 * time.Second
 
 // List kinds, as bits of session.pending, in listIndex order.
 const (
-	pendingTools = 1 << iota
-	pendingPrompts
-	pendingResources
+	pendingTools     = fastpath.ListTools
+	pendingPrompts   = fastpath.ListPrompts
+	pendingResources = fastpath.ListResources
 )
 
 // listMethods are the list_changed methods by listIndex.
 var listMethods = [3]string{toolsChanged, "notifications/prompts/list_changed", "notifications/resources/list_changed"}
 
-// listFrames are the SSE events of listMethods, as the go-sdk writes them
-// (no event id: there is no event store to resume from).
+// listFrames are the SSE events of listMethods, as the go-sdk writes them;
+// a session's stream writes each after its id line (streamids.go), a
+// listen stream's without one.
 var listFrames = func() (f [3][]byte) {
 	for i, m := range listMethods {
 		f[i] = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + m + `","params":{}}` + "\n\n")
@@ -67,16 +76,16 @@ type sessionStream struct {
 	writing  bool       // a flusher runs (or the head is being written); guarded by the session's mu
 }
 
-// bits is the pending bits of a change.
-func (c change) bits() uint8 {
+// pendingOf is the pending bits of a change.
+func pendingOf(c view.Change) uint8 {
 	var b uint8
-	if c.tools {
+	if c.Tools {
 		b |= pendingTools
 	}
-	if c.prompts {
+	if c.Prompts {
 		b |= pendingPrompts
 	}
-	if c.resources {
+	if c.Resources {
 		b |= pendingResources
 	}
 	return b
@@ -117,41 +126,17 @@ func (s *session) end() {
 // ownsStream reports whether the edge serves this GET itself: the go-sdk
 // would accept it too (see the comment at the top of the file).
 func ownsStream(r *http.Request, s *session) bool {
-	if s.kind != kindSession || len(r.Header.Values("Last-Event-ID")) > 0 || !acceptsEventStream(r) {
+	if s.kind != kindSession || len(r.Header.Values("Last-Event-ID")) > 1 || len(r.Header.Get("Last-Event-ID")) > maxEventID ||
+		!fastpath.AcceptsEventStream(r) {
 		return false
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v >= newProtocol || !slices.Contains(mcp.SupportedProtocolVersions(), v)) {
 		return false
 	}
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && loopback(la.String()) {
-		return loopback(r.Host) // the go-sdk's DNS rebinding protection
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && fastpath.Loopback(la.String()) {
+		return fastpath.Loopback(r.Host) // the go-sdk's DNS rebinding protection
 	}
 	return true
-}
-
-// acceptsEventStream is the go-sdk's Accept check for a GET.
-func acceptsEventStream(r *http.Request) bool {
-	_, stream := accepts(r)
-	return stream
-}
-
-// accepts is the go-sdk's reading of the Accept headers: whether they
-// take JSON and event streams.
-func accepts(r *http.Request) (jsonOK, streamOK bool) {
-	for _, v := range r.Header.Values("Accept") {
-		for raw := range strings.SplitSeq(v, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
-	return jsonOK, streamOK
 }
 
 // serveStream serves s's standalone GET stream until the client goes, the
@@ -169,6 +154,9 @@ func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	s.mu.Unlock()
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		s.resumeFrom(last)
+	}
 	if e.takeOver(w, r, s) {
 		return
 	}
@@ -199,9 +187,10 @@ func (e *Edge) serveStream(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	e.streamAttached(s)
-	write := func(i int) error { return writeFrame(w, rc, listFrames[i]) }
+	write := func(i int) error { return writeFrame(w, rc, withID(s.eventLine(i, ""), listFrames[i])) }
+	raw := func(frame []byte) error { return writeFrame(w, rc, frame) }
 	for {
-		if !e.sendPending(s, write) {
+		if !e.sendPending(s, write, raw) {
 			return
 		}
 		select {
@@ -225,19 +214,40 @@ func writeFrame(w http.ResponseWriter, rc *http.ResponseController, frame []byte
 }
 
 // sendPending writes, with write (given a listIndex), the list_changed
-// notifications pending for s. It reports false when the stream is over
+// notifications pending for s, then with raw (given an SSE frame) the
+// resources/updated it is owed. It reports false when the stream is over
 // (the session ended or a write failed); what could not be written stays
 // pending.
-func (e *Edge) sendPending(s *session, write func(int) error) bool {
+func (e *Edge) sendPending(s *session, write func(int) error, raw func([]byte) error) bool {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
 		return false
 	}
-	bits := s.pending
-	s.pending = 0
+	bits, ups := s.pending, s.updated
+	s.pending, s.updated = 0, nil
 	s.mu.Unlock()
-	return e.writePending(s, bits, write)
+	return e.writePending(s, bits, write) && e.writeUpdates(s, ups, raw)
+}
+
+// writeUpdates writes the resources/updated of uris; on a failed write
+// the ones not written are owed again and it reports false.
+func (e *Edge) writeUpdates(s *session, uris []string, raw func([]byte) error) bool {
+	for i, u := range uris {
+		if err := raw(withID(s.eventLine(-1, u), updateFrame(u))); err != nil {
+			s.mu.Lock()
+			for _, v := range uris[i:] {
+				if !slices.Contains(s.updated, v) && len(s.updated) < maxUpdatesOwed {
+					s.updated = append(s.updated, v)
+				}
+			}
+			s.wakeLocked()
+			s.mu.Unlock()
+			return false
+		}
+		e.m.notifications.WithLabelValues("notifications/resources/updated").Inc()
+	}
+	return true
 }
 
 // writePending writes the notifications of bits; on a failed write the
@@ -273,7 +283,9 @@ func (e *Edge) writePending(s *session, bits uint8, write func(int) error) bool 
 		}
 	}
 	if since := s.since.Swap(0); since != 0 {
-		e.m.latency.Observe(time.Since(time.Unix(0, since)).Seconds())
+		age := time.Since(time.Unix(0, since))
+		e.m.latency.Observe(age.Seconds())
+		e.m.events.ChangeAge(events.HopNotified, age)
 	}
 	return true
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
 // The standalone stream the edge serves answers GETs as the go-sdk would:
@@ -25,7 +28,8 @@ func TestStandaloneStreamRequests(t *testing.T) {
 		want int
 	}{
 		{"no event-stream in Accept", map[string]string{"Accept": "application/json"}, http.StatusBadRequest},
-		{"Last-Event-ID without an event store", map[string]string{"Last-Event-ID": "_0"}, http.StatusBadRequest},
+		{"a Last-Event-ID of no stream of this edge", map[string]string{"Last-Event-ID": "_0"}, http.StatusOK},
+		{"a Last-Event-ID too long", map[string]string{"Last-Event-ID": strings.Repeat("x", 65)}, http.StatusBadRequest},
 		{"unsupported protocol version", map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, http.StatusBadRequest},
 		{"foreign Host on a loopback listener", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
 		{"unknown session", map[string]string{"Mcp-Session-Id": "AAAAAAAAAAAAAAAAAAAAAAAAAA"}, http.StatusNotFound},
@@ -198,6 +202,95 @@ func TestStandaloneStreamHeld(t *testing.T) {
 		}
 		if strings.Contains(ev, toolsChanged) {
 			return
+		}
+	}
+}
+
+// Every event of a session's stream has an id; a client that reconnects
+// with Last-Event-ID is sent again what came after that event, and
+// nothing it already had.
+func TestStandaloneStreamResumes(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
+	url := e.MCPURL()
+	sid := rawInitialize(t, url, "")
+	s := e.lookup(sid)
+	num := func(id []byte) uint64 {
+		epoch, n, _ := strings.Cut(string(id), "-")
+		v, err := strconv.ParseUint(n, 10, 64)
+		if epoch != streamEpoch || err != nil {
+			t.Fatalf("event id %q", id)
+		}
+		return v
+	}
+	// tools reads events until a tools/list_changed.
+	tools := func(er *mcpwire.EventReader) mcpwire.Event {
+		t.Helper()
+		for {
+			ev, err := er.Next()
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			if strings.Contains(string(ev.Data), toolsChanged) {
+				return ev
+			}
+		}
+	}
+	detached := func() {
+		eventually(t, 5*time.Second, "the stream detached", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.stream == nil
+		})
+	}
+	r1 := rawGET(t, url, sid, nil)
+	er := mcpwire.NewEventReader(r1.Body, 1<<20)
+	f.health("default", "alpha", false)
+	first := num(tools(er).ID)
+	f.health("default", "alpha", true)
+	second := num(tools(er).ID)
+	if second <= first {
+		t.Fatalf("event numbers %d then %d", first, second)
+	}
+	r1.Body.Close()
+	detached()
+	// Resumed after the first: the second change's list_changed is owed
+	// again, at once, as a new event.
+	r2 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", streamEpoch, first)})
+	if again := num(tools(mcpwire.NewEventReader(r2.Body, 1<<20)).ID); again <= second {
+		t.Fatalf("resumed after %d: a tools/list_changed numbered %d", first, again)
+	}
+	r2.Body.Close()
+	detached()
+	// Resumed after the last event: nothing is owed; the next event is
+	// the next change's.
+	s.mu.Lock()
+	last := s.sent.n
+	s.mu.Unlock()
+	r3 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", streamEpoch, last)})
+	er = mcpwire.NewEventReader(r3.Body, 1<<20)
+	f.health("default", "alpha", false)
+	// Events go on from last+1, none older re-sent. A prompts or
+	// resources list_changed of the previous change may come first: its
+	// write failed when r2 was closed, so it was still owed.
+	for want := last + 1; ; want++ {
+		ev, err := er.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.Data) == 0 {
+			want--
+			continue
+		}
+		if got := num(ev.ID); got != want {
+			t.Fatalf("after resuming at the last event %d: event %d (want %d) %s", last, got, want, ev.Data)
+		}
+		if strings.Contains(string(ev.Data), toolsChanged) {
+			break
+		}
+		if want > last+2 {
+			t.Fatalf("after resuming at the last event %d: no tools/list_changed by event %d", last, want)
 		}
 	}
 }

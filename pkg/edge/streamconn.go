@@ -97,7 +97,7 @@ func (e *Edge) startConn(s *session, st *sessionStream) {
 	}
 	s.mu.Lock()
 	st.writing = false
-	if s.pending != 0 {
+	if s.pending != 0 || len(s.updated) > 0 {
 		s.wakeLocked()
 	}
 	s.mu.Unlock()
@@ -175,19 +175,26 @@ func (e *Edge) readConn(s *session, st *sessionStream) {
 func (e *Edge) flushConn(s *session, st *sessionStream) {
 	for {
 		s.mu.Lock()
-		bits := s.pending
-		if s.stream != st || s.ended || bits == 0 {
+		bits, ups := s.pending, s.updated
+		if s.stream != st || s.ended || bits == 0 && len(ups) == 0 {
 			st.writing = false
 			s.mu.Unlock()
 			return
 		}
-		s.pending = 0
+		s.pending, s.updated = 0, nil
 		s.mu.Unlock()
 		frames := &chunkFrames
 		if st.frames != nil {
 			frames = st.frames
 		}
-		if !e.writePending(s, bits, func(i int) error { return st.write(frames[i]) }) {
+		write := func(i int) error {
+			if id := s.eventLine(i, ""); id != nil {
+				return st.write(chunk(withID(id, listFrames[i])))
+			}
+			return st.write(frames[i])
+		}
+		if !e.writePending(s, bits, write) ||
+			!e.writeUpdates(s, ups, func(frame []byte) error { return st.write(chunk(frame)) }) {
 			st.conn.Close() // readConn detaches the stream
 			s.mu.Lock()
 			st.writing = false

@@ -9,13 +9,15 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/tracing"
 )
 
 // newProtocol is the first protocol version without sessions
 // (subscriptions/listen instead of the standalone GET stream).
-const newProtocol = "2026-07-28"
+const newProtocol = admission.FirstNewProtocol
 
 // maxBody bounds request bodies (the go-sdk's default).
 const maxBody = 4 << 20
@@ -41,13 +43,21 @@ func (e *Edge) mcpHandler() http.Handler {
 	stateless := mcp.NewStreamableHTTPHandler(e.getStatelessServer, &mcp.StreamableHTTPOptions{
 		Stateless: true, Logger: e.slog})
 	mux := http.NewServeMux()
+	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
+		mux.Handle("GET "+e.bearer.mdPath, e.bearer.meta)
+	}
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(replayHeader) != "" || !e.admitHTTP(w, r) {
-			// (a client may not send the edge's own replay marker)
-			if r.Header.Get(replayHeader) != "" {
-				http.Error(w, "reserved header "+replayHeader, http.StatusBadRequest)
-			}
+		if r.Header.Get(replayHeader) != "" { // a client may not send the edge's own replay marker
+			http.Error(w, "reserved header "+replayHeader, http.StatusBadRequest)
 			return
+		}
+		r, release, ok := e.admitHTTP(w, r)
+		defer release()
+		if !ok {
+			return
+		}
+		if e.traced { // the caller's traceparent header (trace.go)
+			r = r.WithContext(tracing.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		}
 		if v := r.Header.Get("Mcp-Protocol-Version"); admission.NewProtocol(v) {
 			e.serveStateless(stateless, w, r, v)
@@ -65,6 +75,11 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 		// stored session record instead (R1: replay initialize into a
 		// server made with the same fixed session id).
 		h.ServeHTTP(w, r)
+		return
+	}
+	if wb, ok := r.Body.(*wholeBody); ok && !isInitialize(wb.data) {
+		// Only initialize starts a session (the transport spec's 400).
+		http.Error(w, "Bad Request: a request without Mcp-Session-Id must be initialize", http.StatusBadRequest)
 		return
 	}
 	hd := &holder{id: rand.Text(), kind: kindSession, ident: ident}
@@ -95,7 +110,7 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 	}
 	body := r.Body.(*wholeBody).data
 	r.Body = newWholeBody(body)
-	if !e.goSDKListen.Load() && e.takeOverListen(w, r, body) {
+	if !e.opts.paths.goSDKListen && e.takeOverListen(w, r, body) {
 		return
 	}
 	ident, _ := e.identity(r)
@@ -187,4 +202,14 @@ func (e *Edge) held(r *http.Request) *mcp.Server {
 		e.open(hd.s)
 	}
 	return hd.s.srv
+}
+
+// isInitialize reports whether body (checked by the gate: bounded and
+// balanced) is one initialize request.
+func isInitialize(body []byte) bool {
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Method == "initialize" && len(m.ID) > 0
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -31,6 +32,10 @@ func Kind(ev *eventspb.Event) string {
 		return "health_changed"
 	case *eventspb.Event_CatalogChanged:
 		return "catalog_changed"
+	case *eventspb.Event_PolicyChanged:
+		return "policy_changed"
+	case *eventspb.Event_NamingChanged:
+		return "naming_changed"
 	default:
 		return "unknown"
 	}
@@ -83,12 +88,16 @@ func NewCatalogChanged(at time.Time, group, backend string, c *Catalog) (*events
 	if err != nil {
 		return nil, fmt.Errorf("catalog event %s/%s: prompts: %w", group, backend, err)
 	}
-	cc := &eventspb.CatalogChanged{Digest: c.Digest}
-	if len(tools)+len(resources)+len(prompts) > compressAbove {
-		cc.Compression = eventspb.Compression_COMPRESSION_ZSTD
-		tools, resources, prompts = compress(tools), compress(resources), compress(prompts)
+	templates, err := marshalDefs(c.ResourceTemplates)
+	if err != nil {
+		return nil, fmt.Errorf("catalog event %s/%s: resource templates: %w", group, backend, err)
 	}
-	cc.Tools, cc.Resources, cc.Prompts = tools, resources, prompts
+	cc := &eventspb.CatalogChanged{Digest: c.Digest}
+	if len(tools)+len(resources)+len(prompts)+len(templates) > compressAbove {
+		cc.Compression = eventspb.Compression_COMPRESSION_ZSTD
+		tools, resources, prompts, templates = compress(tools), compress(resources), compress(prompts), compress(templates)
+	}
+	cc.Tools, cc.Resources, cc.Prompts, cc.ResourceTemplates = tools, resources, prompts, templates
 	for _, it := range c.InvalidTools {
 		cc.InvalidTools = append(cc.InvalidTools, &eventspb.InvalidTool{Name: it.Name, Reason: it.Reason})
 	}
@@ -156,6 +165,9 @@ func catalogFromEvent(gen uint64, cc *eventspb.CatalogChanged) (*Catalog, error)
 	if c.Prompts, err = unmarshalDefs(cc.Prompts, cc.Compression); err != nil {
 		return nil, fmt.Errorf("prompts: %w", err)
 	}
+	if c.ResourceTemplates, err = unmarshalDefs(cc.ResourceTemplates, cc.Compression); err != nil {
+		return nil, fmt.Errorf("resource templates: %w", err)
+	}
 	for _, it := range cc.InvalidTools {
 		c.InvalidTools = append(c.InvalidTools, InvalidTool{Name: it.Name, Reason: it.Reason})
 	}
@@ -206,9 +218,24 @@ func decompress(b []byte) ([]byte, error) {
 }
 
 func (c BackendConfig) proto() *eventspb.BackendConfig {
-	return &eventspb.BackendConfig{Url: c.URL, Transport: c.Transport}
+	p := &eventspb.BackendConfig{Url: c.URL, Transport: c.Transport, AllowLinkLocal: c.AllowLinkLocal}
+	for _, name := range c.Headers.Names() { // sorted: the same config encodes the same
+		r := c.Headers[name]
+		p.Headers = append(p.Headers, &eventspb.HeaderRef{Name: name, Env: r.Env, File: r.File})
+	}
+	return p
 }
 
+// configFromProto reads a backend config. Its headers are taken as they
+// are (the last of a repeated name wins): whoever resolves them validates
+// them first (credential.NewTransport).
 func configFromProto(p *eventspb.BackendConfig) BackendConfig {
-	return BackendConfig{URL: p.GetUrl(), Transport: p.GetTransport()}
+	c := BackendConfig{URL: p.GetUrl(), Transport: p.GetTransport(), AllowLinkLocal: p.GetAllowLinkLocal()}
+	for _, h := range p.GetHeaders() {
+		if c.Headers == nil {
+			c.Headers = credential.Headers{}
+		}
+		c.Headers[h.GetName()] = credential.Ref{Env: h.GetEnv(), File: h.GetFile()}
+	}
+	return c
 }

@@ -24,6 +24,12 @@ func Apply(s *State, ev *eventspb.Event) (*State, error) {
 	if gen <= s.Generation {
 		return s, nil
 	}
+	switch k := ev.Kind.(type) {
+	case *eventspb.Event_PolicyChanged:
+		return applyPolicy(s, gen, k.PolicyChanged)
+	case *eventspb.Event_NamingChanged:
+		return applyNaming(s, gen, ev.GetGroup(), k.NamingChanged)
+	}
 	group, name := ev.GetGroup(), ev.GetBackend()
 	if group == "" || name == "" {
 		return s.withGeneration(gen), errorf(CodeInvalidEvent, gen, nil, "apply %s: empty group or backend", Kind(ev))

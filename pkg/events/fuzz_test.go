@@ -12,6 +12,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetgate/fleetgate/pkg/credential"
+	"github.com/fleetgate/fleetgate/pkg/naming"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -66,6 +69,8 @@ func eventSeeds(t testing.TB) [][]byte {
 	farTime.Time = &timestamppb.Timestamp{Seconds: 1 << 40}
 	return [][]byte{
 		encodedAt(t, 2, NewBackendAdded(at, "g", "c", BackendConfig{URL: "http://c/", Transport: "sse"})),
+		encodedAt(t, 2, NewBackendAdded(at, "g", "d", BackendConfig{URL: "http://d/", AllowLinkLocal: true,
+			Headers: credential.Headers{"Authorization": {Env: "D_AUTH"}, "X-Tenant": {File: "/run/t"}}})),
 		encodedAt(t, 2, NewBackendAdded(at, "g", "b", BackendConfig{})),
 		encodedAt(t, 2, NewBackendRemoved(at, "g", "b", BackendConfig{})),
 		encodedAt(t, 2, NewBackendRemoved(at, "h", "x", BackendConfig{})),
@@ -78,6 +83,18 @@ func eventSeeds(t testing.TB) [][]byte {
 		encodedAt(t, 2, deep),
 		encodedAt(t, 2, farTime),
 		encodedAt(t, 3, NewBackendRemoved(at, "g", "b", BackendConfig{})), // the wrong generation
+		encodedAt(t, 2, NewPolicyChanged(at, &policy.Section{Default: policy.Deny, Rules: []policy.Rule{
+			{Name: "ops", Effect: policy.Allow, Tools: []string{"beta_*"}, When: `"ops" in claims.roles`}}})),
+		encodedAt(t, 2, NewPolicyChanged(at, nil)),
+		encodedAt(t, 2, &eventspb.Event{SchemaVersion: SchemaVersion, Kind: &eventspb.Event_PolicyChanged{
+			PolicyChanged: &eventspb.PolicyChanged{Section: []byte(`{"rules":[{"name":"x","effect":"deny","when":"(("}]}`)}}}),
+		encodedAt(t, 2, NewNamingChanged(at, "g", &naming.Spec{Separator: "_", Conflicts: naming.Priority, Backends: []naming.BackendRules{
+			{Name: "b", Tools: naming.Rules{Include: []string{"read_*"}, Exclude: []string{"x"}, Rename: map[string]string{"a": "z", "b": "y"}}},
+			{Name: "c", Resources: naming.Rules{Rename: map[string]string{"file:///a": "docs://a"}}}}})),
+		encodedAt(t, 2, NewNamingChanged(at, "h", &naming.Spec{Conflicts: naming.Manual})),
+		encodedAt(t, 2, NewNamingChanged(at, "g", nil)),
+		encodedAt(t, 2, &eventspb.Event{SchemaVersion: SchemaVersion, Group: "g", Kind: &eventspb.Event_NamingChanged{NamingChanged: &eventspb.NamingChanged{
+			Spec: &eventspb.NamingSpec{Conflicts: "first", Backends: []*eventspb.BackendNaming{{Name: "b", Tools: &eventspb.NameRules{Include: []string{"[x"}}}}}}}}),
 		encodedAt(t, 2, &eventspb.Event{SchemaVersion: SchemaVersion, Group: "g", Backend: "b"}),
 		encodedAt(t, 2, &eventspb.Event{SchemaVersion: 2, Group: "g", Backend: "b", Kind: &eventspb.Event_BackendRemoved{}}),
 		{},
@@ -90,9 +107,15 @@ func eventSeeds(t testing.TB) [][]byte {
 // state's generation, and a catalog of JSON definitions.
 func checkState(t *testing.T, s *State) {
 	t.Helper()
+	if a := s.Authorization; a != nil && a.Generation > s.Generation {
+		t.Fatalf("authorization %+v at state generation %d", a, s.Generation)
+	}
 	for name, g := range s.Groups {
-		if g == nil || g.Name != name || len(g.Backends) == 0 {
+		if g == nil || g.Name != name || len(g.Backends) == 0 && g.Naming == nil {
 			t.Fatalf("group %q: %+v", name, g)
+		}
+		if n := g.Naming; n != nil && (n.Generation > s.Generation || n.Spec == nil) {
+			t.Fatalf("group %q: naming %+v at state generation %d", name, n, s.Generation)
 		}
 		for bn, b := range g.Backends {
 			if b == nil || b.Name != bn || b.Group != name || b.Generation > s.Generation {
@@ -200,6 +223,8 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		[]byte(`{"generation":1,"groups":{"g":null}}`),
 		[]byte(`{"generation":1,"groups":{"g":{"name":"x","backends":{}}}}`),
 		[]byte(`{"generation":-1}`),
+		[]byte(`{"generation":4,"groups":{},"authorization":{"section":{"default":"deny","rules":[{"name":"a","effect":"allow","when":"true"}]},"generation":4}}`),
+		[]byte(`{"generation":4,"groups":{},"authorization":{"section":{"rules":[{"name":"a","effect":"allow","when":"(("}]},"generation":4}}`),
 		[]byte(`{"groups":` + strings.Repeat("[", 100000)),
 	} {
 		f.Add(compress(raw))

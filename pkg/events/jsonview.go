@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/naming"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -22,9 +23,19 @@ type EventJSON struct {
 	Config        *BackendConfig    `json:"config,omitempty"`
 	Health        *HealthChangeJSON `json:"health,omitempty"`
 	Catalog       *CatalogJSON      `json:"catalog,omitempty"`
+	// Authorization is the payload of a policy_changed event.
+	Authorization *AuthorizationJSON `json:"authorization,omitempty"`
+	// Naming is the payload of a naming_changed event: the group's spec
+	// (null when the group left the config).
+	Naming *NamingJSON `json:"naming,omitempty"`
 	// Error is set for an event that could not be decoded, or whose time
 	// is outside the years JSON writes (0-9999; Time is then zero).
 	Error string `json:"error,omitempty"`
+}
+
+// NamingJSON is the payload of a naming_changed event.
+type NamingJSON struct {
+	Spec *naming.Spec `json:"spec"`
 }
 
 // HealthChangeJSON is the payload of a health_changed event.
@@ -71,6 +82,22 @@ func ToJSON(ev *eventspb.Event) EventJSON {
 		}
 		out.Catalog = &CatalogJSON{Digest: c.Digest, Tools: c.ToolNames(), Resources: len(c.Resources),
 			Prompts: len(c.Prompts), InvalidTools: c.InvalidTools}
+	case *eventspb.Event_NamingChanged:
+		out.Naming = &NamingJSON{}
+		if p := k.NamingChanged.GetSpec(); p != nil {
+			spec, err := specFromProto(p)
+			if err != nil {
+				out.Error = err.Error()
+				break
+			}
+			out.Naming.Spec = spec
+		}
+	case *eventspb.Event_PolicyChanged:
+		a, err := authorizationJSON(k.PolicyChanged)
+		if err != nil {
+			out.Error = err.Error()
+		}
+		out.Authorization = a
 	}
 	return out
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
+// DefaultMaxBytes bounds the event stream: far more than a fleet's
+// 30 days of events, and with the session bucket and the call trail (256
+// MiB each) within an embedded node's 1 GiB store.
+const DefaultMaxBytes = 256 << 20
+
 // LogOptions configure the JetStream event log. A nil *LogOptions means
 // defaults.
 type LogOptions struct {
@@ -31,6 +36,11 @@ type LogOptions struct {
 	// SnapshotBucket is the KV bucket for folded-state snapshots; default
 	// "fleetgate_snapshots".
 	SnapshotBucket string
+	// MaxBytes bounds the event stream (the oldest events go first, as
+	// with MaxAge); default DefaultMaxBytes, -1 unlimited. Every stream on
+	// a JetStream store needs a bound, or one of them can fill the store
+	// and stop all the others.
+	MaxBytes int64
 	// SnapshotHistory is how many snapshots the bucket keeps for replay;
 	// default 16 (at most 64).
 	SnapshotHistory int
@@ -59,6 +69,9 @@ func (o *LogOptions) withDefaults() LogOptions {
 	if c.SnapshotBucket == "" {
 		c.SnapshotBucket = "fleetgate_snapshots"
 	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
 	if c.SnapshotHistory == 0 {
 		c.SnapshotHistory = 16
 	}
@@ -85,6 +98,7 @@ func OpenLog(ctx context.Context, js jetstream.JetStream, o *LogOptions) (*Log, 
 		Storage:     jetstream.FileStorage,
 		Discard:     jetstream.DiscardOld,
 		MaxAge:      opts.MaxAge,
+		MaxBytes:    opts.MaxBytes,
 		Duplicates:  opts.Duplicates,
 		Replicas:    opts.Replicas,
 	}
@@ -178,7 +192,17 @@ func isAPICode(err error, codes ...jetstream.ErrorCode) bool {
 }
 
 // Subject is the subject of an event of group/backend.
+// A fleet-wide event (PolicyChanged: no group, no backend) goes to
+// <prefix>._fleet, a name no group can take, and a group-wide one
+// (NamingChanged: no backend) to <prefix>.<group>._group, a name no
+// backend can take.
 func (l *Log) Subject(group, backend string) string {
+	if group == "" && backend == "" {
+		return l.opts.SubjectPrefix + "._fleet"
+	}
+	if backend == "" {
+		return l.opts.SubjectPrefix + "." + group + "._group"
+	}
 	return l.opts.SubjectPrefix + "." + group + "." + backend
 }
 

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +20,22 @@ type Metrics struct {
 	fenced       prometheus.Counter
 	outboxDepth  prometheus.Gauge
 	snapshots    prometheus.Counter
+	tooLarge     *prometheus.CounterVec
+	changeAge    *prometheus.HistogramVec
 }
+
+// The hops of a change's path: the values of the hop label of
+// fleetgate_change_age_seconds, the age of a change when it passes each.
+// Ages are measured from the event's time, except HopObserved's.
+const (
+	HopObserved = "observed" // controller: the probe's observation of a change to the event made of it (coalescing included)
+	HopOutbox   = "outbox"   // controller: the event stored in the durable outbox
+	HopStream   = "stream"   // controller: the event acknowledged by the stream
+	HopApplied  = "applied"  // edge: the event's state applied to the served view
+	HopNotified = "notified" // edge: a session's list_changed written
+)
+
+var hops = []string{HopObserved, HopOutbox, HopStream, HopApplied, HopNotified}
 
 // NewMetrics creates the collectors and registers them on reg (nil: not
 // registered).
@@ -47,10 +63,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events waiting in the durable outbox."}),
 		snapshots: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_events_snapshots_total",
 			Help: "Fleet state snapshots written."}),
+		tooLarge: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_events_too_large_total",
+			Help: "Events not published because they exceed the NATS max_payload (a catalog is replaced by an empty one and a reason), by kind."}, []string{"kind"}),
+		changeAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleetgate_change_age_seconds",
+			Help:    "Age of a change when it passes a hop of its path (observed, outbox, stream, applied, notified), from the event's time.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"hop"}),
+	}
+	for _, h := range hops {
+		m.changeAge.WithLabelValues(h)
 	}
 	if reg != nil {
 		reg.MustRegister(m.decodeErrors, m.invalid, m.gaps, m.applied, m.delivery, m.published,
-			m.publishTime, m.fenced, m.outboxDepth, m.snapshots)
+			m.publishTime, m.fenced, m.outboxDepth, m.snapshots, m.tooLarge, m.changeAge)
 	}
 	return m
 }
@@ -87,7 +111,18 @@ func (m *Metrics) publishedEvent(kind string, since time.Duration) {
 	if m != nil {
 		m.published.WithLabelValues(kind).Inc()
 		m.publishTime.Observe(since.Seconds())
+		m.ChangeAge(HopStream, since)
 	}
+}
+
+// ChangeAge records the age of a change at hop, one of the Hop constants
+// (any other hop is ignored, which keeps the label's values bounded).
+// Negative ages (clocks of two hosts) count as zero.
+func (m *Metrics) ChangeAge(hop string, age time.Duration) {
+	if m == nil || !slices.Contains(hops, hop) {
+		return
+	}
+	m.changeAge.WithLabelValues(hop).Observe(max(age, 0).Seconds())
 }
 
 func (m *Metrics) fencedPublish() {
@@ -105,5 +140,11 @@ func (m *Metrics) depth(n int) {
 func (m *Metrics) snapshot() {
 	if m != nil {
 		m.snapshots.Inc()
+	}
+}
+
+func (m *Metrics) tooLargeEvent(kind string) {
+	if m != nil {
+		m.tooLarge.WithLabelValues(kind).Inc()
 	}
 }

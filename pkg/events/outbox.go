@@ -27,8 +27,11 @@ var (
 
 // OutboxOptions configure an outbox. A nil *OutboxOptions means defaults.
 type OutboxOptions struct {
-	// MaxEventBytes rejects larger encoded events at Append, so that the
-	// relay never holds an event the server will refuse. Default 7 MiB.
+	// MaxEventBytes bounds an entry at Append, so that the relay never
+	// holds an event no server accepts: a larger catalog event is replaced
+	// by an empty catalog and a health change saying why (see
+	// ReasonTooLarge); other kinds are dropped. Default 7 MiB. The relay
+	// applies the same rule against the server's max_payload.
 	MaxEventBytes int
 }
 
@@ -46,7 +49,9 @@ type Outbox struct {
 	lastGen uint64
 	depth   int
 	closed  bool
-	wake    chan struct{}
+	// tooLarge counts events replaced at Append for their size.
+	tooLarge uint64
+	wake     chan struct{}
 }
 
 type outboxEntry struct {
@@ -146,13 +151,26 @@ func (o *Outbox) Append(evs ...*eventspb.Event) error {
 	defer b.Close()
 	next := o.next
 	for _, ev := range evs {
-		e := &eventspb.OutboxEntry{MsgId: fmt.Sprintf("%s-%d", o.id, next), Event: ev}
-		v, err := proto.Marshal(e)
+		v, err := o.entry(ev, next)
 		if err != nil {
-			return fmt.Errorf("outbox append %s %s/%s: %w", Kind(ev), ev.Group, ev.Backend, err)
+			return err
 		}
 		if len(v) > o.maxBytes {
-			return errorf(CodeTooLarge, 0, nil, "outbox append %s %s/%s: %d bytes exceed %d", Kind(ev), ev.Group, ev.Backend, len(v), o.maxBytes)
+			// One oversized event must not refuse the whole batch (and
+			// with it every other backend's events): it is replaced by
+			// its too-large stand-ins, or dropped when it has none.
+			o.tooLarge++
+			for _, sub := range tooLargeReplacement(ev, "", len(v), o.maxBytes) {
+				sv, err := o.entry(sub, next)
+				if err != nil {
+					return err
+				}
+				if err := b.Set(entryKey(next), sv, nil); err != nil {
+					return fmt.Errorf("outbox append: %w", err)
+				}
+				next++
+			}
+			continue
 		}
 		if err := b.Set(entryKey(next), v, nil); err != nil {
 			return fmt.Errorf("outbox append: %w", err)
@@ -165,13 +183,29 @@ func (o *Outbox) Append(evs ...*eventspb.Event) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("outbox append: commit: %w", err)
 	}
+	o.depth += int(next - o.next)
 	o.next = next
-	o.depth += len(evs)
 	select {
 	case o.wake <- struct{}{}:
 	default:
 	}
 	return nil
+}
+
+func (o *Outbox) entry(ev *eventspb.Event, key uint64) ([]byte, error) {
+	v, err := proto.Marshal(&eventspb.OutboxEntry{MsgId: fmt.Sprintf("%s-%d", o.id, key), Event: ev})
+	if err != nil {
+		return nil, fmt.Errorf("outbox append %s %s/%s: %w", Kind(ev), ev.Group, ev.Backend, err)
+	}
+	return v, nil
+}
+
+// TooLarge counts the events Append replaced because they exceeded
+// MaxEventBytes.
+func (o *Outbox) TooLarge() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tooLarge
 }
 
 // Depth is the number of events waiting to be relayed.

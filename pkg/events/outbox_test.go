@@ -2,10 +2,13 @@ package events
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,17 +185,48 @@ func TestOutboxDropsStaleTermEntries(t *testing.T) {
 	}
 }
 
-func TestOutboxRejectsOversizedEvent(t *testing.T) {
+// An oversized event never refuses the batch it came in: a catalog is
+// replaced by an empty catalog and a health change saying why, another
+// kind is dropped, and the other events of the batch are queued.
+func TestOutboxReplacesOversizedEvent(t *testing.T) {
 	ob, err := OpenOutbox(t.TempDir(), &OutboxOptions{MaxEventBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ob.Close()
 	big := NewHealthChanged(time.Now(), "g", "b", "a", "b", true, string(make([]byte, 4096)))
-	if err := ob.Append(big); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("err = %v, want ErrTooLarge", err)
+	tools := []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"name":"t","description":%q}`, noise(8<<10)))}
+	cat, err := NewCatalogChanged(time.Now(), "g", "huge", &Catalog{Tools: tools, Digest: "d"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ob.Depth() != 0 {
-		t.Fatal("rejected event was queued")
+	small := NewHealthChanged(time.Now(), "g", "other", "unknown", "healthy", true, "")
+	if err := ob.Append(big, cat, small); err != nil {
+		t.Fatalf("append: %v", err)
 	}
+	if ob.Depth() != 3 || ob.TooLarge() != 2 {
+		t.Fatalf("depth %d, too large %d; want 3 (empty catalog, reason, small) and 2", ob.Depth(), ob.TooLarge())
+	}
+	got, err := ob.peek(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc := got[0].entry.Event.GetCatalogChanged(); cc == nil || len(cc.Tools) != 0 || got[0].entry.Event.Backend != "huge" {
+		t.Fatalf("entry 0 = %v, want an empty catalog of huge", got[0].entry.Event)
+	}
+	if hc := got[1].entry.Event.GetHealthChanged(); hc == nil || hc.Advertisable || !strings.HasPrefix(hc.Reason, ReasonTooLarge) {
+		t.Fatalf("entry 1 = %v, want an unadvertisable health change with reason %s", got[1].entry.Event, ReasonTooLarge)
+	}
+	if got[2].entry.Event.Backend != "other" {
+		t.Fatalf("entry 2 = %v, want the small event", got[2].entry.Event)
+	}
+}
+
+// noise is n bytes of random text, which compression cannot shrink much.
+func noise(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(rand.Text())
+	}
+	return b.String()
 }

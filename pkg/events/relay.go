@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
@@ -19,6 +21,9 @@ type RelayOptions struct {
 	// OnPublished is called after each event is stored, in generation
 	// order, with the folded state that includes it. It must not block.
 	OnPublished func(ev *eventspb.Event, s *State)
+	// TracerProvider receives a span per published event (trace.go); nil:
+	// the global one, a no-op unless tracing is on.
+	TracerProvider trace.TracerProvider
 	// AttemptTimeout bounds one publish attempt; default 5s.
 	AttemptTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the retry delay while NATS is
@@ -48,6 +53,9 @@ type Relay struct {
 	published  atomic.Pointer[State]
 	sinceSnap  int
 	lastSnapAt time.Time
+
+	tracer trace.Tracer // trace.go; traced: it records or propagates
+	traced bool
 }
 
 // NewRelay returns a relay from outbox to the writer's log.
@@ -77,6 +85,7 @@ func NewRelay(outbox *Outbox, writer *Writer, o *RelayOptions) *Relay {
 	if r.opts.Batch == 0 {
 		r.opts.Batch = 64
 	}
+	r.setTracing(r.opts.TracerProvider)
 	return r
 }
 
@@ -172,8 +181,9 @@ func (r *Relay) settle(last *rawLast) error {
 	if err != nil {
 		return err
 	}
+	lastID, _, _ := strings.Cut(last.msgID, "/too-large-")
 	for _, e := range pending {
-		if e.entry.MsgId == last.msgID {
+		if e.entry.MsgId == lastID {
 			r.zl.Info().Uint64("generation", last.seq).Uint64("through_key", e.key).Msg("outbox entries already stored before restart")
 			return r.outbox.remove(e.key, last.seq)
 		}
@@ -195,12 +205,45 @@ type rawLast struct {
 	msgID string
 }
 
-// publish stores one entry, retrying transient failures with backoff.
+// publish stores one entry, retrying transient failures with backoff. An
+// event the server cannot take for its size is replaced by its too-large
+// stand-ins (see ReasonTooLarge), so that it never stays at the head of
+// the outbox in front of every other backend's events.
 func (r *Relay) publish(ctx context.Context, e outboxEntry) error {
+	err := r.publishEvent(ctx, keepWithdrawn(r.state, e.entry.Event), e.entry.MsgId)
+	if !errors.Is(err, ErrTooLarge) {
+		return err
+	}
+	ev := e.entry.Event
+	size, limit := encodedSize(ev), r.writer.MaxEventBytes()
+	from := ""
+	if b := r.state.Backend(ev.Group, ev.Backend); b != nil {
+		from = b.Status
+	}
+	subs := tooLargeReplacement(ev, from, size, limit)
+	r.opts.Metrics.tooLargeEvent(Kind(ev))
+	r.zl.Error().Str("kind", Kind(ev)).Str("group", ev.Group).Str("backend", ev.Backend).Int("bytes", size).
+		Int("limit", limit).Bool("replaced", len(subs) > 0).Msg("event larger than the NATS max_payload: not published")
+	for i, sub := range subs {
+		// Stand-in i reuses the entry's id with a suffix, so that a retry
+		// after a lost acknowledgement is still deduplicated.
+		if err := r.publishEvent(ctx, sub, fmt.Sprintf("%s/too-large-%d", e.entry.MsgId, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishEvent stores one event and folds it into the state.
+func (r *Relay) publishEvent(ctx context.Context, ev *eventspb.Event, msgID string) (err error) {
 	var gen uint64
-	err := r.retry(ctx, "publish", func(ctx context.Context) error {
+	if r.traced {
+		sp := r.publishSpan(ev)
+		defer func() { endPublish(sp, gen, err) }()
+	}
+	err = r.retry(ctx, "publish", func(ctx context.Context) error {
 		var err error
-		gen, err = r.writer.Publish(ctx, e.entry.Event, e.entry.MsgId)
+		gen, err = r.writer.Publish(ctx, ev, msgID)
 		if errors.Is(err, ErrFenced) {
 			r.opts.Metrics.fencedPublish()
 		}
@@ -209,7 +252,13 @@ func (r *Relay) publish(ctx context.Context, e outboxEntry) error {
 	if err != nil {
 		return err
 	}
-	ev := e.entry.Event
+	if reason := tooLargeMarkOf(ev); reason != "" && !strings.Contains(msgID, "/too-large-") {
+		// A stand-in the outbox made at Append: report it here, where
+		// there is a logger and metrics.
+		r.opts.Metrics.tooLargeEvent(Kind(ev))
+		r.zl.Error().Str("group", ev.Group).Str("backend", ev.Backend).Str("reason", reason).
+			Msg("catalog event larger than the outbox limit: not published")
+	}
 	r.opts.Metrics.publishedEvent(Kind(ev), time.Since(ev.GetTime().AsTime()))
 	next, aerr := Apply(r.state, ev)
 	if aerr != nil {

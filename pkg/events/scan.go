@@ -155,3 +155,31 @@ func (l *Log) Events(ctx context.Context, from uint64, limit int) ([]EventJSON, 
 	}
 	return out, nil
 }
+
+// Tail delivers every event from generation from onwards (0: the ones
+// after the current head), in order, as the log's JSON view, until fn
+// returns an error or ctx ends (then it returns nil). It follows the
+// stream live, through the same ordered consumer as the readers.
+func (l *Log) Tail(ctx context.Context, from uint64, fn func(EventJSON) error) error {
+	if from == 0 {
+		_, last, err := l.Bounds(ctx)
+		if err != nil {
+			return err
+		}
+		from = last + 1
+	}
+	err := l.scan(ctx, from, func(seq uint64, data []byte, _ *jetstream.MsgMetadata) (bool, error) {
+		ev, derr := Decode(seq, data)
+		e := EventJSON{Generation: seq}
+		if derr != nil {
+			e.Error = derr.Error()
+		} else {
+			e = ToJSON(ev)
+		}
+		return true, fn(e)
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

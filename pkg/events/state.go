@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+
+	"github.com/fleetgate/fleetgate/pkg/credential"
 )
 
 // State is the fleet state folded from the event log up to Generation.
@@ -14,12 +16,25 @@ import (
 type State struct {
 	Generation uint64            `json:"generation"`
 	Groups     map[string]*Group `json:"groups"`
+	// Authorization is the fleet's tool policy as of the last
+	// policy_changed event; nil before the first one (no section:
+	// everything allowed).
+	Authorization *Authorization `json:"authorization,omitempty"`
+	// Regions is, for a state merged from several regional logs, the
+	// generation of each region's log it reflects (region.Merge; its
+	// Generation is then their sum, an order, not a log position); nil for
+	// the state of one log.
+	Regions map[string]uint64 `json:"regions,omitempty"`
 }
 
 // Group is one backend group of the fleet.
 type Group struct {
 	Name     string              `json:"name"`
 	Backends map[string]*Backend `json:"backends"`
+	// Naming decides the group's exposed names, as of its last
+	// naming_changed event; nil before the first. A group with a naming
+	// stays in the state when its last backend leaves.
+	Naming *Naming `json:"naming,omitempty"`
 }
 
 // Backend is one backend's folded state.
@@ -37,22 +52,34 @@ type Backend struct {
 	Generation uint64 `json:"generation"`
 }
 
-// BackendConfig is a backend's configuration without secrets.
+// BackendConfig is a backend's configuration without secrets: its headers
+// are references (credential.Ref), which each reader resolves itself.
 type BackendConfig struct {
-	URL       string `json:"url"`
-	Transport string `json:"transport"`
+	URL       string             `json:"url"`
+	Transport string             `json:"transport"`
+	Headers   credential.Headers `json:"headers,omitempty"`
+	// AllowLinkLocal lets URL reach link-local and metadata addresses.
+	AllowLinkLocal bool `json:"allow_link_local,omitempty"`
+}
+
+// Equal reports whether c and o are the same configuration (nil and empty
+// headers are the same).
+func (c BackendConfig) Equal(o BackendConfig) bool {
+	return c.URL == o.URL && c.Transport == o.Transport && c.Headers.Equal(o.Headers) && c.AllowLinkLocal == o.AllowLinkLocal
 }
 
 // Catalog is a backend's tool, resource and prompt definitions as the
 // backend returned them (canonical JSON), plus the catalog digest of its
 // tools.
 type Catalog struct {
-	Tools        []json.RawMessage `json:"tools"`
-	Resources    []json.RawMessage `json:"resources,omitempty"`
-	Prompts      []json.RawMessage `json:"prompts,omitempty"`
-	Digest       string            `json:"digest"`
-	InvalidTools []InvalidTool     `json:"invalid_tools,omitempty"`
-	Generation   uint64            `json:"generation"`
+	Tools     []json.RawMessage `json:"tools"`
+	Resources []json.RawMessage `json:"resources,omitempty"`
+	Prompts   []json.RawMessage `json:"prompts,omitempty"`
+	// ResourceTemplates are the backend's resource templates.
+	ResourceTemplates []json.RawMessage `json:"resource_templates,omitempty"`
+	Digest            string            `json:"digest"`
+	InvalidTools      []InvalidTool     `json:"invalid_tools,omitempty"`
+	Generation        uint64            `json:"generation"`
 }
 
 // InvalidTool is a backend tool that validation dropped.
@@ -113,30 +140,39 @@ func (c *Catalog) ToolNames() []string {
 
 // withGeneration returns a shallow copy of s at generation gen.
 func (s *State) withGeneration(gen uint64) *State {
-	return &State{Generation: gen, Groups: s.Groups}
+	return &State{Generation: gen, Groups: s.Groups, Authorization: s.Authorization}
 }
 
 // withBackend returns a copy of s in which group/backend is b (nil removes
 // it; a group left empty is removed too). Untouched groups are shared.
 func (s *State) withBackend(gen uint64, group, name string, b *Backend) *State {
-	next := &State{Generation: gen, Groups: maps.Clone(s.Groups)}
-	if next.Groups == nil {
-		next.Groups = map[string]*Group{}
-	}
+	next := &State{Generation: gen, Groups: cloneGroups(s.Groups), Authorization: s.Authorization}
 	old := next.Groups[group]
 	g := &Group{Name: group, Backends: map[string]*Backend{}}
 	if old != nil {
 		g.Backends = maps.Clone(old.Backends)
+		g.Naming = old.Naming
 	}
 	if b == nil {
 		delete(g.Backends, name)
 	} else {
 		g.Backends[name] = b
 	}
-	if len(g.Backends) == 0 {
+	if len(g.Backends) == 0 && g.Naming == nil {
 		delete(next.Groups, group)
 	} else {
 		next.Groups[group] = g
 	}
 	return next
 }
+
+// cloneGroups returns a shallow copy of the group map (never nil).
+func cloneGroups(groups map[string]*Group) map[string]*Group {
+	out := maps.Clone(groups)
+	if out == nil {
+		out = map[string]*Group{}
+	}
+	return out
+}
+
+func sortStrings(s []string) { slices.Sort(s) }

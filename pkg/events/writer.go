@@ -75,6 +75,9 @@ func (w *Writer) Publish(ctx context.Context, ev *eventspb.Event, msgID string) 
 	if err != nil {
 		return 0, err
 	}
+	if limit := w.MaxEventBytes(); limit > 0 && len(data) > limit {
+		return 0, errorf(CodeTooLarge, ev.Generation, nats.ErrMaxPayload, "publish %s %s/%s: %d bytes exceed the event limit of %d", Kind(ev), ev.Group, ev.Backend, len(data), limit)
+	}
 	msg := &nats.Msg{Subject: w.log.Subject(ev.Group, ev.Backend), Data: data, Header: nats.Header{}}
 	ack, err := w.log.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID), jetstream.WithExpectLastSequence(expect))
 	if err == nil {
@@ -89,6 +92,22 @@ func (w *Writer) Publish(ctx context.Context, ev *eventspb.Event, msgID string) 
 		return 0, errorf(CodeTooLarge, ev.Generation, err, "publish %s %s/%s (%d bytes)", Kind(ev), ev.Group, ev.Backend, len(data))
 	}
 	return 0, fmt.Errorf("publish %s %s/%s generation %d: %w", Kind(ev), ev.Group, ev.Backend, ev.Generation, err)
+}
+
+// MaxEventBytes is the largest encoded event this writer publishes: the
+// server's max_payload, learnt from the connection (it is announced at
+// connect and may change on a reconnect), less room for the headers. 0
+// when unknown (not connected yet).
+func (w *Writer) MaxEventBytes() int {
+	nc := w.log.js.Conn()
+	if nc == nil {
+		return 0
+	}
+	mp := int(nc.MaxPayload())
+	if mp <= 0 {
+		return 0
+	}
+	return max(mp-headerAllowance, 1)
 }
 
 // readBack settles a wrong-last-sequence answer. Every attempt of this

@@ -18,20 +18,33 @@ import "time"
 //     pending, the latest value winning.
 //   - Trailing edge: a Tick at or after the window's end publishes the
 //     pending value if, and only if, it differs from the published value
-//     (no event without a net change), and that publication opens a new
-//     window [now, now+W). Otherwise the window simply closes.
+//     (no event without a net change). Either way the window closes: the
+//     trailing publication ends the burst, so the first change after it is
+//     a leading edge again and is published at once.
 //   - Deadline reports the window's end only while a pending net change
 //     exists: that is the one moment the driver must call Tick.
 //
-// Consequently two publications are always at least W apart, so any window
-// of length W holds at most two events however the input flaps, and once
-// the input settles the published value equals the last offered value no
-// later than W after the settling Offer (given a driver that ticks at
-// Deadline).
+// Consequently only a leading publication opens a window, and every
+// window holds at most its leading and its trailing publication: any span
+// of length W holds at most two events however the input flaps (a burst of
+// any number of flips inside one window gives at most two), while a change
+// that comes after a burst's trailing publication, or after a quiet
+// period, waits for nothing. Once the input settles the published value
+// equals the last offered value no later than W after the settling Offer
+// (given a driver that ticks at Deadline).
 //
 // A driver that misses a Deadline loses nothing but intermediate values: an
 // Offer after the end of a window treats the window as closed (dropping the
 // stale pending value) and applies the leading-edge rule to the new value.
+//
+// Optionally one value is urgent (Urgent; for advertisability, false: a
+// backend withdrawn). An Offer of the urgent value that differs from the
+// published one is published at once even inside a window, dropping any
+// pending value, and opens a window [now, now+W): a dead backend is never
+// kept advertised by the coalescing, while its coming back is coalesced
+// as before. The bound holds: every other value is published only when no
+// window is open or at a window's end, so at least W after the previous
+// publication, and any span of length W still holds at most two events.
 //
 // A window of zero or less disables coalescing: every change is published
 // at once.
@@ -45,6 +58,14 @@ type Coalescer[T comparable] struct {
 	pending   T
 	dirty     bool // pending holds a value offered inside the open window
 	stopped   bool
+	urgent    T
+	hasUrgent bool
+}
+
+// Urgent makes v the urgent value (see Coalescer) and returns c.
+func (c *Coalescer[T]) Urgent(v T) *Coalescer[T] {
+	c.urgent, c.hasUrgent = v, true
+	return c
 }
 
 // NewCoalescer returns a Coalescer with the given window whose published
@@ -71,7 +92,7 @@ func (c *Coalescer[T]) Offer(now time.Time, v T) (emit bool, value T) {
 	if c.stopped {
 		return false, value
 	}
-	if c.inWindow(now) {
+	if c.inWindow(now) && (!c.hasUrgent || v != c.urgent || v == c.published) {
 		c.pending, c.dirty = v, true
 		return false, value
 	}
@@ -98,7 +119,8 @@ func (c *Coalescer[T]) Tick(now time.Time) (emit bool, value T) {
 	if !change {
 		return false, value
 	}
-	return true, c.publish(now, v)
+	c.published = v // a trailing publication opens no window
+	return true, v
 }
 
 // Deadline returns the time at which the driver must call Tick, and true, if

@@ -68,19 +68,20 @@ func TestCoalescerScripts(t *testing.T) {
 			{4 * time.Second, "tick", false, false, false, w}, // early tick: nothing
 			{w, "tick", false, true, false, none},
 		}},
-		{"a trailing emission opens a new window", w, []cstep{
+		{"a trailing emission ends the burst: the next change is a leading edge", w, []cstep{
 			{0, "offer", true, true, true, none},
 			{time.Second, "offer", false, false, false, w},
 			{w, "tick", false, true, false, none},
-			{w + time.Second, "offer", true, false, false, 2 * w}, // not a leading edge
-			{2 * w, "tick", false, true, true, none},
-			{2*w + time.Second, "tick", false, false, false, none},
+			{w + time.Second, "offer", true, true, true, none}, // at once, opens a window
+			{w + 2*time.Second, "offer", false, false, false, 2*w + time.Second},
+			{2*w + time.Second, "tick", false, true, false, none},
 		}},
-		{"a late tick emits late and starts the window then", w, []cstep{
+		{"a late tick emits late and opens no window", w, []cstep{
 			{0, "offer", true, true, true, none},
 			{time.Second, "offer", false, false, false, w},
 			{7 * time.Second, "tick", false, true, false, none},
-			{8 * time.Second, "offer", true, false, false, 12 * time.Second},
+			{8 * time.Second, "offer", true, true, true, none},
+			{9 * time.Second, "offer", false, false, false, 13 * time.Second},
 		}},
 		{"after a quiet window closes the next change is a leading edge again", w, []cstep{
 			{0, "offer", true, true, true, none},
@@ -181,8 +182,8 @@ func TestCoalescerBurst(t *testing.T) {
 
 // TestCoalescerFlapProperty drives a coalescer with long seeded random flap
 // sequences, with a punctual and with a late driver, and checks: every event
-// is a net change; events are at least one window apart, so no window of
-// length W ever holds more than two; and once the input settles the
+// is a net change; no window of length W ever holds more than two events;
+// and once the input settles the
 // published value converges to it.
 func TestCoalescerFlapProperty(t *testing.T) {
 	const w = 3 * time.Second
@@ -235,16 +236,11 @@ func TestCoalescerFlapProperty(t *testing.T) {
 			if len(times) < 10 {
 				t.Fatalf("seed %d late %v: only %d events; the sequence does not flap", seed, late, len(times))
 			}
-			for i := range times {
-				if i > 0 && times[i].Sub(times[i-1]) < w {
-					t.Fatalf("seed %d late %v: events %d and %d only %v apart", seed, late, i-1, i, times[i].Sub(times[i-1]))
-				}
-				n := 0
-				for j := i; j < len(times) && !times[j].After(times[i].Add(w)); j++ {
-					n++
-				}
-				if n > 2 {
-					t.Fatalf("seed %d late %v: %d events in the window from %v", seed, late, n, times[i].Sub(scenarioEpoch))
+			// Any span [t, t+W) holds at most two events: every three
+			// consecutive events span at least W.
+			for i := 2; i < len(times); i++ {
+				if d := times[i].Sub(times[i-2]); d < w {
+					t.Fatalf("seed %d late %v: events %d..%d within %v, three in one window", seed, late, i-2, i, d)
 				}
 			}
 		}
@@ -263,5 +259,87 @@ func TestCoalescerGenericStatus(t *testing.T) {
 	}
 	if c.Window() != time.Second || c.Published() != Unhealthy {
 		t.Fatalf("window %v published %v", c.Window(), c.Published())
+	}
+}
+
+// With false urgent (a withdrawal), a withdrawal inside a window is
+// published at once and opens a window; a recovery is coalesced.
+func TestCoalescerUrgent(t *testing.T) {
+	const w = 5 * time.Second
+	s := time.Second
+	tests := []struct {
+		name    string
+		initial bool
+		steps   []cstep
+	}{
+		{"a withdrawal right after an advertisement goes at once", false, []cstep{
+			{0, "offer", true, true, true, none},
+			{s, "offer", false, true, false, none},            // urgent: at once, window [1s, 6s)
+			{2 * s, "offer", true, false, false, w + s},       // recovery: held to the window's end
+			{w + s, "tick", false, true, true, none},          // trailing; closes the window
+			{w + 2*s, "offer", false, true, false, none},      // urgent again
+			{w + 3*s, "offer", true, false, false, 2*w + 2*s}, // held
+		}},
+		{"a withdrawal cancels a pending recovery", true, []cstep{
+			{0, "offer", false, true, false, none},
+			{s, "offer", true, false, false, w},
+			{2 * s, "offer", false, false, false, none}, // back to the published value
+			{w, "tick", false, false, false, none},
+		}},
+		{"ten flips from up: withdrawal at once, one trailing recovery", true, []cstep{
+			{0, "offer", false, true, false, none},
+			{100 * time.Millisecond, "offer", true, false, false, w},
+			{200 * time.Millisecond, "offer", false, false, false, none},
+			{300 * time.Millisecond, "offer", true, false, false, w},
+			{w, "tick", false, true, true, none},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runScript(t, NewCoalescer(w, tc.initial).Urgent(false), tc.steps)
+		})
+	}
+}
+
+// The flap property with an urgent value: random flaps never put three
+// events in one window, and the published value settles on the input.
+func TestCoalescerUrgentFlapProperty(t *testing.T) {
+	const w = 3 * time.Second
+	for seed := uint64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		c := NewCoalescer(w, false).Urgent(false)
+		now := scenarioEpoch
+		var times []time.Time
+		input := false
+		record := func(at time.Time, emit bool) {
+			if emit {
+				times = append(times, at)
+			}
+		}
+		for range 3000 {
+			next := now.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			if d, ok := c.Deadline(); ok && !d.After(next) {
+				emit, _ := c.Tick(d)
+				record(d, emit)
+			}
+			now = next
+			if rng.IntN(3) > 0 {
+				input = !input
+			}
+			emit, _ := c.Offer(now, input)
+			record(now, emit)
+		}
+		for d, ok := c.Deadline(); ok; d, ok = c.Deadline() {
+			emit, _ := c.Tick(d)
+			record(d, emit)
+		}
+		if c.Published() != input {
+			t.Fatalf("seed %d: settled on %v, input %v", seed, c.Published(), input)
+		}
+		for i := 2; i < len(times); i++ {
+			if d := times[i].Sub(times[i-2]); d < w {
+				t.Fatalf("seed %d: events %d..%d within %v", seed, i-2, i, d)
+			}
+		}
 	}
 }

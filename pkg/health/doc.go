@@ -15,7 +15,10 @@
 //     advertisability: the first change of a quiet period is published at
 //     once, further changes within the window collapse into one trailing
 //     event carrying the final value, published only if it differs from the
-//     last published one.
+//     last published one; that trailing event ends the burst, so the next
+//     change is published at once again. With Urgent, a withdrawal is never
+//     held. Any span of one window holds at most two events.
+//   - Burst paces valueless batches (an edge's resyncs) by the same rule.
 //
 // Policy carries the configuration (the health section of the fleet
 // config) and its defaults: interval 5s, timeout 2s, unhealthy_after 2,

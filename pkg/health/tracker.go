@@ -48,6 +48,9 @@ type Observation struct {
 	// Reason is a short human explanation of a failure ("connection
 	// refused", "HTTP 403"); it is carried into the status reason.
 	Reason string
+	// Traceparent is the W3C trace context of the probe that made the
+	// observation ("" untraced): carried into the event it causes.
+	Traceparent string
 }
 
 // Transition is what one Step did to a backend's status.

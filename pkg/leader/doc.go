@@ -25,7 +25,11 @@
 // electors never lead at once (given clocks of similar rate: the 1/10
 // margin). After a crash the lease is taken over within TTL plus one poll,
 // 1.25 TTL; after a graceful stop the leader deletes its lease (at its own
-// revision) and a standby takes over at its next poll.
+// revision) and a standby takes over at its next poll. An elector that
+// finds a lease under its own id, left by its previous run (a controller
+// restarted with the same --id), takes it over at once: ids are unique per
+// controller, so that run is gone, and the takeover moves the revision
+// (the old run's renewal fails) and starts a new term.
 //
 // # Structure
 //

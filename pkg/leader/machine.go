@@ -78,6 +78,12 @@ type Observation struct {
 //   - No key: create it.
 //   - A lease of another revision than the one last seen: remember the
 //     revision and the local time it was first seen; poll again.
+//   - A lease held by the machine's own id (SetID), left by a previous run
+//     of the same controller: take it over at once with compare-and-set
+//     on its revision. That run is gone (an id runs once), so there is no
+//     one to wait for; the takeover moves the revision, so a renewal of
+//     the old run fails, and the event log's fencing (a publish expects
+//     the stream's last sequence) stops anything it would still write.
 //   - A lease whose revision has not changed for its own TTL since first
 //     seen: take it over with compare-and-set on that revision.
 //   - Leading: renew every TTL/3 by compare-and-set on the own revision.
@@ -90,6 +96,7 @@ type Observation struct {
 // A Machine is not safe for concurrent use.
 type Machine struct {
 	ttl, poll, retry time.Duration
+	id               string // own holder id ("": none, every lease is foreign)
 
 	// Standby: the lease revision last observed, the local time it was
 	// first observed and the TTL it carries.
@@ -108,6 +115,11 @@ type Machine struct {
 func NewMachine(ttl time.Duration) *Machine {
 	return &Machine{ttl: ttl, poll: ttl / 4, retry: max(ttl/10, time.Millisecond)}
 }
+
+// SetID names the machine's holder id, the Holder of the leases its driver
+// writes, so that a lease it finds under its own id (a previous run's) is
+// resumed at once instead of waited out.
+func (m *Machine) SetID(id string) { m.id = id }
 
 // Validity is how long a successful write makes its writer leader,
 // counted from when the write was sent: 9/10 of the TTL.
@@ -138,6 +150,9 @@ func (m *Machine) Observed(now time.Time, o Observation) Action {
 	if !o.Found {
 		m.seenRev = 0
 		return Action{Op: OpCreate, At: now}
+	}
+	if m.id != "" && o.Lease.Holder == m.id {
+		return Action{Op: OpTakeover, Rev: o.Revision, At: now}
 	}
 	if o.Revision != m.seenRev {
 		ttl := o.Lease.TTL

@@ -43,6 +43,8 @@ func runMachine(t *testing.T, m *Machine, steps []mstep) {
 			got = m.Observed(now, Observation{})
 		case "lease":
 			got = m.Observed(now, Observation{Found: true, Revision: s.rev, Lease: Lease{Holder: "other", TTL: s.ttl}})
+		case "own": // a lease under the machine's own id ("self")
+			got = m.Observed(now, Observation{Found: true, Revision: s.rev, Lease: Lease{Holder: "self", TTL: s.ttl}})
 		case "getfail":
 			got = m.GetFailed(now)
 		case "written":
@@ -190,5 +192,44 @@ func TestMachineResign(t *testing.T) {
 	}
 	if _, _, ok := m.Leading(epoch.Add(335 * ms)); ok {
 		t.Fatal("still leading after Resign")
+	}
+}
+
+// A machine that finds a lease under its own id (its previous run's)
+// takes it over at once; a foreign lease is still waited out.
+func TestMachineResumesOwnLease(t *testing.T) {
+	const ttl = 6 * time.Second
+	tests := []struct {
+		name  string
+		steps []mstep
+	}{
+		{"own lease at start: takeover now, elected in the new revision's term", []mstep{
+			{at: 0, in: "start", want: act(OpGet, 0, 0)},
+			{at: 0, in: "own", rev: 7, ttl: ttl, want: act(OpTakeover, 7, 0)},
+			{at: 10 * ms, in: "written", rev: 8, sent: 0, want: ev(renew(8, 8, 2*time.Second), EventElected, 8), lead: 8},
+		}},
+		{"own lease, takeover conflicts (someone moved it): read again, then wait out the foreign lease", []mstep{
+			{at: 0, in: "start", want: act(OpGet, 0, 0)},
+			{at: 0, in: "own", rev: 7, ttl: ttl, want: act(OpTakeover, 7, 0)},
+			{at: 10 * ms, in: "conflict", want: act(OpGet, 0, 10*ms)},
+			{at: 20 * ms, in: "lease", rev: 9, ttl: ttl, want: act(OpGet, 0, 20*ms+1500*ms)},
+		}},
+		{"a foreign lease is still waited out", []mstep{
+			{at: 0, in: "start", want: act(OpGet, 0, 0)},
+			{at: 0, in: "lease", rev: 7, ttl: ttl, want: act(OpGet, 0, 1500*ms)},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMachine(ttl)
+			m.SetID("self")
+			runMachine(t, m, tc.steps)
+		})
+	}
+	// Without an id every lease is foreign.
+	m := NewMachine(ttl)
+	m.Start(epoch)
+	if a := m.Observed(epoch, Observation{Found: true, Revision: 7, Lease: Lease{Holder: "self", TTL: ttl}}); a.Op != OpGet {
+		t.Fatalf("no id: %+v, want a poll", a)
 	}
 }

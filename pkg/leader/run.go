@@ -55,6 +55,7 @@ func (e *Elector) open(ctx context.Context) (store, error) {
 // drive is the I/O loop around a Machine.
 func (e *Elector) drive(ctx context.Context, s store) error {
 	m := NewMachine(e.ttl)
+	m.SetID(e.id)
 	a := m.Start(time.Now())
 	t := time.NewTimer(0)
 	defer t.Stop()

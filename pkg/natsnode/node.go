@@ -1,11 +1,3 @@
-// Package natsnode runs NATS servers with JetStream inside the process: the
-// single node the controller embeds when no external NATS URL is given, and a
-// loopback cluster for tests that need replicated streams.
-//
-//	node, err := natsnode.Start(&natsnode.Options{DataDir: dir, Listen: "127.0.0.1:4222"})
-//	if err != nil { ... }
-//	defer node.Shutdown()
-//	nc, err := nats.Connect(node.ClientURL())
 package natsnode
 
 import (
@@ -23,6 +15,11 @@ import (
 // events are compressed, but a large backend catalog can still exceed the
 // NATS default of 1 MiB.
 const DefaultMaxPayload = 8 << 20
+
+// DefaultMaxStore caps the JetStream file store of an embedded node. The
+// session bucket and the call trail have their own MaxBytes below it (256
+// MiB each by default), so neither can starve the event log.
+const DefaultMaxStore = 1 << 30
 
 // ErrNotReady is returned when a server does not accept connections in time.
 var ErrNotReady = errors.New("nats server not ready")
@@ -43,12 +40,33 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Log turns on the server's own logging (off by default).
 	Log bool
+	// Auth turns on nkey authentication: a controller user with every
+	// right and an edge user with EdgePermissions, whose seeds are
+	// DataDir/controller.seed and DataDir/edge.seed (created on the first
+	// start, reused after; mode 0600, DataDir 0700). Unauthenticated
+	// connections are refused, the in-process ones too. The controller's
+	// embedded node always sets it; without it the node is open (tests).
+	Auth bool
+	// MaxStore caps the JetStream file store in bytes; default
+	// DefaultMaxStore.
+	MaxStore int64
+	// Domain is the node's JetStream domain; in a multi-region fleet it is
+	// the region's name, so that every region keeps its own JetStream meta
+	// layer and other regions reach its streams as "$JS.<domain>.API".
+	// "" (default): no domain, as a single-region node has always run.
+	Domain string
+	// EdgeLogs are event logs the edge user may read besides the default
+	// one (a region's own log and its mirrors of the others); nil: none.
+	EdgeLogs []LogNames
+	// Leaf joins regions with leaf connections; nil (default): none.
+	Leaf *LeafOptions
 }
 
 // Node is a running embedded NATS server.
 type Node struct {
 	srv  *server.Server
 	opts server.Options
+	auth bool
 }
 
 // Start starts a single JetStream node and waits until it is ready.
@@ -62,7 +80,20 @@ func Start(o *Options) (*Node, error) {
 	}
 	so := baseOptions(o)
 	so.Host, so.Port = host, port
-	return startNode(so, readyTimeout(o))
+	if o.Auth {
+		if so.Nkeys, err = users(so.StoreDir, o.EdgeLogs); err != nil {
+			return nil, err
+		}
+	}
+	if err := applyLeaf(&so, o); err != nil {
+		return nil, err
+	}
+	n, err := startNode(so, readyTimeout(o))
+	if err != nil {
+		return nil, err
+	}
+	n.auth = o.Auth
+	return n, nil
 }
 
 func baseOptions(o *Options) server.Options {
@@ -74,6 +105,10 @@ func baseOptions(o *Options) server.Options {
 	if mp == 0 {
 		mp = DefaultMaxPayload
 	}
+	store := o.MaxStore
+	if store <= 0 {
+		store = DefaultMaxStore
+	}
 	return server.Options{
 		ServerName:             name,
 		JetStream:              true,
@@ -83,6 +118,8 @@ func baseOptions(o *Options) server.Options {
 		DisableJetStreamBanner: true,
 		MaxPayload:             mp,
 		JetStreamMaxMemory:     256 << 20,
+		JetStreamMaxStore:      store,
+		JetStreamDomain:        o.Domain,
 	}
 }
 
@@ -134,6 +171,21 @@ func splitListen(listen string) (string, int, error) {
 
 // ClientURL is the nats:// URL clients connect to.
 func (n *Node) ClientURL() string { return n.srv.ClientURL() }
+
+// ControllerSeed is the path of the controller user's seed, "" when the
+// node runs without Auth.
+func (n *Node) ControllerSeed() string { return n.seed(ControllerSeedFile) }
+
+// EdgeSeed is the path of the edge user's seed, "" when the node runs
+// without Auth.
+func (n *Node) EdgeSeed() string { return n.seed(EdgeSeedFile) }
+
+func (n *Node) seed(name string) string {
+	if !n.auth {
+		return ""
+	}
+	return filepath.Join(n.opts.StoreDir, name)
+}
 
 // Server exposes the underlying server (tests inspect cluster state).
 func (n *Node) Server() *server.Server { return n.srv }

@@ -15,6 +15,7 @@ const (
 	methodTools     = "tools/list"
 	methodResources = "resources/list"
 	methodPrompts   = "prompts/list"
+	methodTemplates = "resources/templates/list"
 )
 
 // listKey identifies one page request: the method and the cursor sent.

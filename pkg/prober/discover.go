@@ -34,6 +34,8 @@ type Catalog struct {
 	// backend's order, each in RFC 8785 canonical JSON with every member
 	// the backend sent (unknown ones included).
 	Tools, Resources, Prompts []json.RawMessage
+	// ResourceTemplates are the valid resource templates, likewise.
+	ResourceTemplates []json.RawMessage
 	// InvalidTools, InvalidResources and InvalidPrompts say why the other
 	// definitions were dropped.
 	InvalidTools     []catalog.InvalidToolError
@@ -50,6 +52,7 @@ type listPage struct {
 	Tools      []json.RawMessage `json:"tools"`
 	Resources  []json.RawMessage `json:"resources"`
 	Prompts    []json.RawMessage `json:"prompts"`
+	Templates  []json.RawMessage `json:"resourceTemplates"`
 	NextCursor string            `json:"nextCursor"`
 }
 
@@ -98,10 +101,20 @@ func (p *Prober) list(s *session) (Catalog, error) {
 		return c, err
 	}
 	c.Pages = pages
-	var resources, prompts []json.RawMessage
+	var resources, templates, prompts []json.RawMessage
 	if caps.Resources != nil {
 		resources, _, err = p.listAll(ctx, s, methodResources, func(ctx context.Context, cur string) (string, error) {
 			r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
+			if err != nil {
+				return "", err
+			}
+			return r.NextCursor, nil
+		})
+		if err != nil && !methodNotFound(err) {
+			return c, err
+		}
+		templates, _, err = p.listAll(ctx, s, methodTemplates, func(ctx context.Context, cur string) (string, error) {
+			r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
 			if err != nil {
 				return "", err
 			}
@@ -137,6 +150,9 @@ func (p *Prober) list(s *session) (Catalog, error) {
 	validR, invalidR := catalog.FilterResources(resources)
 	c.InvalidResources = invalidR
 	c.Resources = canonicalAll(validR)
+	validT, invalidT := catalog.FilterResourceTemplates(templates)
+	c.InvalidResources = append(c.InvalidResources, invalidT...)
+	c.ResourceTemplates = canonicalAll(validT)
 	validP, invalidP := catalog.FilterPrompts(prompts)
 	c.InvalidPrompts = invalidP
 	c.Prompts = canonicalAll(validP)
@@ -182,6 +198,8 @@ func (p *Prober) listAll(ctx context.Context, s *session, method string,
 			items = append(items, page.Tools...)
 		case methodResources:
 			items = append(items, page.Resources...)
+		case methodTemplates:
+			items = append(items, page.Templates...)
 		default:
 			items = append(items, page.Prompts...)
 		}
@@ -217,7 +235,7 @@ func canonicalAll(raws []json.RawMessage) []json.RawMessage {
 // and the canonical resources and prompts.
 func fingerprint(c Catalog) string {
 	h := sha256.New()
-	for _, list := range [][]json.RawMessage{c.Resources, c.Prompts} {
+	for _, list := range [][]json.RawMessage{c.Resources, c.Prompts, c.ResourceTemplates} {
 		for _, item := range list {
 			h.Write(item)
 			h.Write([]byte{'\n'})

@@ -11,7 +11,10 @@
 //     exceeded"), or AuthFailure when the backend answered HTTP 401/403;
 //   - reports a Failure at once when the session dies (its event stream
 //     breaks, or the SDK closes it, e.g. on mcp.ErrSessionMissing), then
-//     reconnects with exponential backoff, reporting each failed connect;
+//     reconnects at once, then once more after MinBackoff, then on the
+//     outage's probe schedule (every interval from its first failure, so a
+//     restarted backend is back within one interval), reporting each
+//     failed connect;
 //     a stream that the backend ends normally is not a failure by itself,
 //     the reconnect decides;
 //   - keeps a session whose pings time out (a hung backend), so a hung
@@ -19,7 +22,7 @@
 //   - refuses, before the SDK decodes it, a backend message nested deeper
 //     than mcpwire.MaxDepth or over Options.MaxMessage (16 MiB by default):
 //     the session is dropped with a Failure naming the bound, and replaced
-//     after a backoff;
+//     after a retry delay;
 //   - lists all tools, resources and prompts, following nextCursor, on
 //     every (re)connect and on every list_changed notification, and
 //     delivers a Catalog when the tools digest or the resources/prompts
@@ -28,6 +31,15 @@
 // Definitions are captured byte for byte from the wire (the SDK's structs
 // drop unknown members such as "execution"), validated with the catalog
 // filters and canonicalized (RFC 8785).
+//
+// # Credentials and destinations
+//
+// A Target's Headers are resolved from their references at every connect
+// (package credential) and set on every request of the session; a
+// reference that does not resolve is a Failure naming it, and nothing is
+// sent. Redirects are never followed. The default transport dials through
+// backendnet's guard: a link-local or cloud metadata address (also one a
+// name resolves to) is refused unless the Target's AllowLinkLocal.
 //
 // # Driving
 //

@@ -10,7 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fleetgate/fleetgate/pkg/backendnet"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/health"
 )
 
@@ -31,6 +34,14 @@ const (
 	DefaultMaxMessage = 16 << 20
 )
 
+// defaultTransport is the transport of probers not given one: its dialer
+// refuses link-local and metadata addresses unless a request's context
+// allows them (backendnet.Scope).
+var defaultTransport = backendnet.Transport(false)
+
+// noRedirects is the CheckRedirect of every probe client.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
 // ErrRunning is returned by Run when the Prober is already running.
 var ErrRunning = errors.New("prober: already running")
 
@@ -41,6 +52,12 @@ type Target struct {
 	URL string
 	// Transport is TransportStreamable ("" means it) or TransportSSE.
 	Transport string
+	// Headers are set on every request to the backend, resolved from
+	// their references at every connect (package credential).
+	Headers credential.Headers
+	// AllowLinkLocal lets the prober connect to link-local and cloud
+	// metadata addresses, refused by default (package backendnet).
+	AllowLinkLocal bool
 }
 
 func (t Target) String() string { return t.Group + "/" + t.Name }
@@ -63,16 +80,24 @@ type Options struct {
 	// Policy gives the ping period (Interval) and deadline (Timeout); zero
 	// fields take the health package defaults.
 	Policy health.Policy
-	// HTTPClient supplies the Transport (default http.DefaultTransport),
-	// Jar and CheckRedirect. Its Timeout is ignored: it would cut the
-	// event streams; every request is bounded by a context instead.
+	// HTTPClient supplies the Transport (default: net/http's default
+	// transport dialing through backendnet.Dialer, which refuses
+	// link-local and metadata addresses unless Target.AllowLinkLocal)
+	// and Jar. A Transport given here refuses those addresses only if it
+	// dials through backendnet.Control. Its Timeout is ignored: it would
+	// cut the event streams; every request is bounded by a context
+	// instead. Its CheckRedirect is ignored too: redirects are never
+	// followed (a redirect's response is the probe's answer, a failure).
 	HTTPClient *http.Client
 	// Logger; nil logs nothing.
 	Logger *zerolog.Logger
 	// Metrics; nil records nothing.
 	Metrics *Metrics
-	// MinBackoff and MaxBackoff bound the exponential delay between failed
-	// connect attempts: defaults 100ms and Policy.Interval.
+	// MinBackoff is the wait before the first retry after a failed
+	// connect (default 100ms); later attempts of the outage fall on its
+	// probe schedule, every MaxBackoff from its first failure (default
+	// Policy.Interval), so a backend that comes back is reconnected within
+	// one interval however long it was down.
 	MinBackoff, MaxBackoff time.Duration
 	// MaxPages bounds the pages of one list method (default 10,000).
 	MaxPages int
@@ -83,10 +108,13 @@ type Options struct {
 	// MaxMessage bounds one message from the backend, in bytes (default
 	// DefaultMaxMessage). A response over it, or nested deeper than
 	// mcpwire.MaxDepth, is refused before the SDK decodes it: the session
-	// is dropped (a Failure naming the bound) and replaced after a backoff.
+	// is dropped (a Failure naming the bound) and replaced after a retry delay.
 	MaxMessage int64
 	// Now stamps observations and catalogs (default time.Now).
 	Now func() time.Time
+	// TracerProvider receives a span per probe result (trace.go); nil:
+	// the global one, a no-op unless tracing is on.
+	TracerProvider trace.TracerProvider
 }
 
 // Prober probes one backend over one persistent MCP client session.
@@ -97,10 +125,11 @@ type Prober struct {
 	log    zerolog.Logger
 	m      *Metrics
 	now    func() time.Time
+	tracer trace.Tracer // trace.go; traced: it records or propagates
+	traced bool
 
-	base     http.RoundTripper
-	redirect func(*http.Request, []*http.Request) error
-	jar      http.CookieJar
+	base http.RoundTripper
+	jar  http.CookieJar
 
 	minBackoff, maxBackoff time.Duration
 	maxPages               int
@@ -109,8 +138,12 @@ type Prober struct {
 
 	client  *mcp.Client
 	relist  chan struct{} // list_changed seen; capacity 1
+	refresh chan struct{} // Refresh asked; capacity 1
 	running atomic.Bool
 	last    string // fingerprint of the last catalog delivered
+	// credFailing: a header reference did not resolve at the last
+	// connect (logged once per outage).
+	credFailing bool
 }
 
 // New returns a Prober for t. Run starts it.
@@ -123,9 +156,9 @@ func New(t Target, sink Sink, o *Options) *Prober {
 	}
 	p := &Prober{
 		target: t, sink: sink, policy: o.Policy.WithDefaults(), m: o.Metrics, now: o.Now,
-		base: http.DefaultTransport, minBackoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
+		base: defaultTransport, minBackoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
 		maxPages: o.MaxPages, discoveryTimeout: o.DiscoveryTimeout, maxMessage: o.MaxMessage,
-		relist: make(chan struct{}, 1), log: zerolog.Nop(),
+		relist: make(chan struct{}, 1), refresh: make(chan struct{}, 1), log: zerolog.Nop(),
 	}
 	if o.Logger != nil {
 		p.log = o.Logger.With().Str("group", t.Group).Str("backend", t.Name).Logger()
@@ -134,8 +167,9 @@ func New(t Target, sink Sink, o *Options) *Prober {
 		if hc.Transport != nil {
 			p.base = hc.Transport
 		}
-		p.redirect, p.jar = hc.CheckRedirect, hc.Jar
+		p.jar = hc.Jar
 	}
+	p.setTracing(o.TracerProvider)
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -169,6 +203,31 @@ func New(t Target, sink Sink, o *Options) *Prober {
 	return p
 }
 
+// Refresh has the prober probe and rediscover the backend now: on its
+// live session at once, or, while it waits to reconnect, by reconnecting
+// at once. It does not block; refreshes asked meanwhile merge.
+func (p *Prober) Refresh() {
+	select {
+	case p.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// wait sleeps for d, or less when ctx ends or a refresh is asked; it
+// reports false when ctx ended.
+func (p *Prober) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-p.refresh:
+		return true
+	case <-t.C:
+		return true
+	}
+}
+
 // Target returns the backend being probed.
 func (p *Prober) Target() Target { return p.target }
 
@@ -187,7 +246,7 @@ func (p *Prober) Run(ctx context.Context) error {
 	}
 	defer p.running.Store(false)
 
-	backoff := p.minBackoff
+	rt := retry{first: p.minBackoff, period: p.maxBackoff}
 	sessions := 0
 	for ctx.Err() == nil {
 		s, err := p.connect(ctx)
@@ -197,12 +256,12 @@ func (p *Prober) Run(ctx context.Context) error {
 			}
 			var ce *connectError
 			errors.As(err, &ce)
-			p.log.Debug().Err(err).Dur("retry_in", backoff).Msg("backend connect failed")
+			wait := rt.next(time.Now())
+			p.log.Debug().Err(err).Dur("retry_in", wait).Msg("backend connect failed")
 			p.report(ce.result, 0, ce.reason)
-			if !sleep(ctx, backoff) {
+			if !p.wait(ctx, wait) {
 				break
 			}
-			backoff = min(2*backoff, p.maxBackoff)
 			continue
 		}
 		if sessions++; sessions > 1 {
@@ -212,15 +271,14 @@ func (p *Prober) Run(ctx context.Context) error {
 		anyOK := p.serve(ctx, s)
 		s.close()
 		if anyOK && !s.wire.refused.Load() {
-			backoff = p.minBackoff // reconnect at once
+			rt.reset() // reconnect at once
 			continue
 		}
 		// Not one ping succeeded, or the backend sent what was refused:
-		// back off as after a failed connect.
-		if !sleep(ctx, backoff) {
+		// retry as after a failed connect.
+		if !p.wait(ctx, rt.next(time.Now())) {
 			break
 		}
-		backoff = min(2*backoff, p.maxBackoff)
 	}
 	return nil
 }
@@ -252,6 +310,9 @@ func (p *Prober) serve(ctx context.Context, s *session) (anyOK bool) {
 			ok, dead = p.probe(ctx, s)
 		case <-p.relist:
 			needList = true
+		case <-p.refresh:
+			needList = true
+			ok, dead = p.probe(ctx, s)
 		}
 	}
 	return anyOK
@@ -300,19 +361,10 @@ func (p *Prober) report(result string, latency time.Duration, reason string) {
 		o.Result = health.Failure
 	}
 	p.m.probe(p.target, result)
+	if p.traced {
+		o.Traceparent = p.traceResult(result, latency, reason, o.At)
+	}
 	if p.sink.Observe != nil {
 		p.sink.Observe(p.target, o)
-	}
-}
-
-// sleep waits for d or ctx; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/backendnet"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -74,9 +76,27 @@ func (p *Prober) connect(ctx context.Context) (*session, error) {
 	sctx, stop := context.WithCancel(ctx)
 	s := &session{stop: stop, dropped: make(chan struct{})}
 	s.calls, s.cancelCalls = context.WithCancel(sctx)
-	s.wire = &wire{next: p.base, ctx: sctx, bound: p.policy.Timeout, lists: newCapture(), drop: s.drop,
+	// The backend's headers, resolved again for every session and every
+	// credential.DefaultRecheck (a rotated file is picked up), on a
+	// transport whose dials may reach link-local addresses only if the
+	// target allows it.
+	creds := credential.NewTransport(backendnet.Scope(p.base, p.target.AllowLinkLocal), p.target.Headers,
+		&credential.TransportOptions{Backend: p.target.String(), URL: p.target.URL, Now: p.now})
+	if err := creds.Err(); err != nil {
+		stop()
+		if !p.credFailing {
+			p.credFailing = true
+			p.log.Warn().Err(err).Msg("backend credential unresolved")
+		}
+		return nil, &connectError{result: resultFailure, reason: err.Error(), err: err}
+	}
+	if p.credFailing {
+		p.credFailing = false
+		p.log.Info().Msg("backend credential resolved")
+	}
+	s.wire = &wire{next: creds, ctx: sctx, bound: p.policy.Timeout, lists: newCapture(), drop: s.drop,
 		limits: mcpwire.Limits{MaxDepth: mcpwire.MaxDepth, MaxMessage: p.maxMessage}}
-	hc := &http.Client{Transport: s.wire, CheckRedirect: p.redirect, Jar: p.jar}
+	hc := &http.Client{Transport: s.wire, CheckRedirect: noRedirects, Jar: p.jar}
 
 	var t mcp.Transport
 	if p.target.Transport == TransportSSE {

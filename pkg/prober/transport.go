@@ -143,7 +143,7 @@ func (w *wire) noteListCall(req *http.Request) bool {
 		return false
 	}
 	switch call.Method {
-	case methodTools, methodResources, methodPrompts:
+	case methodTools, methodResources, methodPrompts, methodTemplates:
 		w.lists.expect(call.ID, listKey{call.Method, call.Params.Cursor})
 		return true
 	}

@@ -36,6 +36,13 @@ type Hit struct {
 // where df counts documents containing t in any field and q(t) is 1 for a
 // query term and the synonym weight for an added one.
 func (ix *Index) Search(query string, limit int) []Hit {
+	return ix.SearchFunc(query, limit, nil)
+}
+
+// SearchFunc is Search over the documents keep allows (nil: all): the
+// best limit of those, so that a caller who may see only some documents
+// gets as many hits as one who sees all.
+func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []Hit {
 	switch {
 	case limit <= 0:
 		limit = DefaultLimit
@@ -83,12 +90,12 @@ func (ix *Index) Search(query string, limit int) []Hit {
 		}
 		s.termDocs = s.termDocs[:0]
 	}
-	return ix.topHits(s, limit)
+	return ix.topHits(s, limit, keep)
 }
 
 // topHits selects the limit best of the scored documents in s, resets the
 // scores in s and returns the hits best first.
-func (ix *Index) topHits(s *scratch, limit int) []Hit {
+func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 	if len(s.docs) == 0 {
 		return nil
 	}
@@ -97,6 +104,7 @@ func (ix *Index) topHits(s *scratch, limit int) []Hit {
 		c := candidate{doc: d, score: s.score[d]}
 		s.score[d] = 0
 		switch {
+		case keep != nil && !keep(int(d)):
 		case len(h.c) < limit:
 			h.push(c)
 		case h.better(c, h.c[0]):

@@ -38,6 +38,18 @@
 // expected revision. Touch writes only when TouchEvery has passed since
 // rec.LastSeen: a session costs at most 60s/TouchEvery KV writes a minute,
 // however many requests it makes. The bucket keeps History 1 (a longer
-// history raises every TTL to the marker TTL) and the markers that expired
-// or deleted records leave expire after a minute.
+// history raises every TTL to the marker TTL); a Delete leaves a marker
+// that expires after a minute.
+//
+// # Hardening and limits
+//
+// The controller creates the bucket (Provision) with MaxBytes (default
+// DefaultMaxBytes: when full, new records are refused and existing ones
+// still written) and hardened against what subject permissions cannot
+// refuse: roll-ups (a Nats-Rollup: all header on any key would wipe the
+// bucket) and purges are off. Roll-ups cannot be off while the server
+// leaves subject delete markers, so a record that expires by its TTL
+// simply disappears: a watcher of the bucket sees deletes and other
+// edges' writes, not expiries (an edge ends an idle session by its own
+// idle timeout, the same value). Edges open the bucket as it is.
 package sessionstore

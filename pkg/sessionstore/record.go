@@ -60,6 +60,49 @@ type Record struct {
 	LastSeen  time.Time `json:"last_seen"`
 	// Convergence is the session's convergence evidence.
 	Convergence convergence.Record `json:"convergence"`
+	// LogLevel is the level the client last set (logging/setLevel); ""
+	// when it set none. It is one of LogLevels.
+	LogLevel string `json:"log_level,omitempty"`
+	// Subscriptions are the resource URIs the client subscribed to
+	// (resources/subscribe), at most MaxSubscriptions of at most
+	// MaxSubscriptionURI bytes each.
+	Subscriptions []string `json:"subscriptions,omitempty"`
+}
+
+// Bounds of a record's subscriptions.
+const (
+	MaxSubscriptions   = 64
+	MaxSubscriptionURI = 2048
+)
+
+// validSubscriptions reports whether subs are within the bounds.
+func validSubscriptions(subs []string) bool {
+	if len(subs) > MaxSubscriptions {
+		return false
+	}
+	for _, u := range subs {
+		if u == "" || len(u) > MaxSubscriptionURI {
+			return false
+		}
+	}
+	return true
+}
+
+// LogLevels are the log levels of MCP (RFC 5424's severities), least
+// severe first.
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// validLogLevel reports whether level is "" or one of LogLevels.
+func validLogLevel(level string) bool {
+	if level == "" {
+		return true
+	}
+	for _, l := range LogLevels {
+		if l == level {
+			return true
+		}
+	}
+	return false
 }
 
 // OwnerHash returns the owner value of a session created by identity:
@@ -89,6 +132,12 @@ func encodeRecord(r *Record) ([]byte, error) {
 	if len(r.InitializeParams) > 0 && !json.Valid(r.InitializeParams) {
 		return nil, fmt.Errorf("session %q: initialize params are not JSON: %w", r.ID, ErrInvalid)
 	}
+	if !validLogLevel(r.LogLevel) {
+		return nil, fmt.Errorf("session %q: log level %q: %w", r.ID, r.LogLevel, ErrInvalid)
+	}
+	if !validSubscriptions(r.Subscriptions) {
+		return nil, fmt.Errorf("session %q: %d subscriptions: %w", r.ID, len(r.Subscriptions), ErrInvalid)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep the client's params as sent
@@ -110,6 +159,12 @@ func decodeRecord(id string, b []byte) (*Record, error) {
 	}
 	if r.ID != id {
 		return nil, fmt.Errorf("session %q: stored record names session %q: %w", id, r.ID, ErrInvalid)
+	}
+	if !validLogLevel(r.LogLevel) {
+		return nil, fmt.Errorf("session %q: stored log level %q: %w", id, r.LogLevel, ErrInvalid)
+	}
+	if !validSubscriptions(r.Subscriptions) {
+		return nil, fmt.Errorf("session %q: %d stored subscriptions: %w", id, len(r.Subscriptions), ErrInvalid)
 	}
 	return r, nil
 }

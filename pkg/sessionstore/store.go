@@ -63,8 +63,9 @@ type Store struct {
 	creates, updates, touches, deletes, skipped atomic.Uint64
 }
 
-// Open creates the bucket, or updates its configuration, and returns a
-// Store on it. Every edge of a fleet opens the same bucket.
+// Open returns a Store on the bucket: the one the controller provisioned
+// (see Provision), used as it is, or, when there is none and the client
+// may create it, a new one. Every edge of a fleet opens the same bucket.
 //
 // Each record is written with a per-message TTL of IdleTimeout+TouchEvery
 // rounded up to whole seconds, so a session expires between IdleTimeout
@@ -95,15 +96,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o *Options) (*Store, erro
 	case opts.TouchEvery <= 0 || opts.TouchEvery >= opts.IdleTimeout:
 		return nil, fmt.Errorf("sessionstore: open bucket %q: touch interval %s not in (0, %s)", opts.Bucket, opts.TouchEvery, opts.IdleTimeout)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:         opts.Bucket,
-		Description:    "fleetgate MCP session records",
-		History:        1, // a longer history raises every TTL to LimitMarkerTTL
-		MaxValueSize:   MaxRecordSize,
-		Storage:        jetstream.FileStorage,
-		Replicas:       opts.Replicas,
-		LimitMarkerTTL: markerTTL, // enables per-key TTLs
-	})
+	kv, err := attach(ctx, js, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: open bucket %q: %w", opts.Bucket, err)
 	}
@@ -240,7 +233,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return s.fail(kindDelete, err)
 	}
 	start := time.Now()
-	if err := s.kv.Purge(ctx, id, jetstream.PurgeTTL(markerTTL)); err != nil {
+	if err := s.deleteMarker(ctx, id); err != nil {
 		return s.fail(kindDelete, fmt.Errorf("session %q: %w", id, err))
 	}
 	s.metrics.wrote(kindDelete, time.Since(start))

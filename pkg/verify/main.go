@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/adminauth"
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 )
 
@@ -26,6 +27,10 @@ const DefaultTimeout = 30 * time.Second
 // when no report could be produced.
 //
 //	edge verify --url http://127.0.0.1:8080/mcp --controller http://127.0.0.1:8081 --group default
+//
+// The controller's admin token is read from --admin-token-file or, when
+// that is not given, from the environment variable FLEETGATE_ADMIN_TOKEN;
+// never from a flag value.
 func Main(args []string, stdout, stderr io.Writer) int {
 	var o Options
 	var timeout time.Duration
@@ -35,6 +40,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ExpectDigest, "expect-digest", "", "catalog digest the endpoint must serve")
 	fs.StringVar(&o.Controller, "controller", "", "controller admin URL whose group view is the expectation")
 	fs.StringVar(&o.Group, "group", DefaultGroup, "controller group (with --controller)")
+	tokenFile := fs.String("admin-token-file", "", "file holding the controller's admin token (with --controller; else FLEETGATE_ADMIN_TOKEN)")
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", DefaultProtocolVersion, "MCP protocol version to request")
 	fs.IntVar(&o.MaxPages, "max-pages", DefaultMaxPages, "stop the traversal after this many tools/list pages")
 	fs.DurationVar(&timeout, "timeout", DefaultTimeout, "deadline of the whole verification")
@@ -51,6 +57,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	o.Header = http.Header(headers)
+	if o.Controller != "" {
+		tok, err := adminauth.ClientToken(*tokenFile, os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "edge verify: %v\n", err)
+			return ExitError
+		}
+		o.ControllerToken = tok
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

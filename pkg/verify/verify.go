@@ -51,6 +51,9 @@ type Options struct {
 	// the digest and generation of GET {Controller}/v1/groups/{Group}/view
 	// are the expectation. Exclusive with ExpectDigest.
 	Controller string
+	// ControllerToken is the bearer token of the controller's admin API
+	// (the content of its --admin-token-file); sent to Controller only.
+	ControllerToken []byte
 	// Group is the controller group; default DefaultGroup.
 	Group string
 	// ProtocolVersion requested in initialize; default
@@ -99,8 +102,12 @@ type Expectation struct {
 	Source     string `json:"source"`
 	Digest     string `json:"digest"`
 	Generation uint64 `json:"generation,omitempty"`
-	Controller string `json:"controller,omitempty"`
-	Group      string `json:"group,omitempty"`
+	// Regions is, for a group spanning regions, the generation of each
+	// region's log the controller's merged view reflects (Generation is
+	// then their sum).
+	Regions    map[string]uint64 `json:"regions,omitempty"`
+	Controller string            `json:"controller,omitempty"`
+	Group      string            `json:"group,omitempty"`
 }
 
 // ExitCode maps the verdict to an exit status: 0 only for converged.
@@ -136,7 +143,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Expected = &Expectation{Source: "expect-digest", Digest: o.ExpectDigest}
 	}
 	if o.Controller != "" {
-		if rep.Expected, err = fetchView(ctx, o.HTTPClient, o.Controller, o.Group); err != nil {
+		if rep.Expected, err = fetchView(ctx, o.HTTPClient, o.Controller, o.Group, o.ControllerToken); err != nil {
 			return nil, fmt.Errorf("verify %s: %w", o.URL, err)
 		}
 	}
@@ -155,6 +162,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rec := &convergence.Record{ProtocolVersion: rep.ProtocolVersion, ServerListChanged: rep.ListChanged}
 	if rep.Expected != nil {
 		rec.SetCurrent(rep.Expected.Digest, rep.Expected.Generation)
+		rec.CurrentRegions = rep.Expected.Regions
 	}
 	if err := traverse(ctx, c, o.MaxPages, rec, rep); err != nil {
 		rep.Error = err.Error()

@@ -9,18 +9,26 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fleetgate/fleetgate/pkg/adminauth"
 )
+
+// maxRegions bounds the generation vector a controller's view may name
+// (region.MaxRegions and then some).
+const maxRegions = 64
 
 // ErrView is wrapped by the errors of fetching the controller's view.
 var ErrView = errors.New("controller view")
 
-// fetchView reads GET {controller}/v1/groups/{group}/view.
-func fetchView(ctx context.Context, hc *http.Client, controller, group string) (*Expectation, error) {
+// fetchView reads GET {controller}/v1/groups/{group}/view, with token as
+// the bearer token of the admin API when it is not empty.
+func fetchView(ctx context.Context, hc *http.Client, controller, group string, token []byte) (*Expectation, error) {
 	u := strings.TrimRight(controller, "/") + "/v1/groups/" + url.PathEscape(group) + "/view"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w of group %q: %w", ErrView, group, err)
 	}
+	adminauth.SetToken(req.Header, token)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w of group %q: %w", ErrView, group, err)
@@ -31,14 +39,19 @@ func fetchView(ctx context.Context, hc *http.Client, controller, group string) (
 		return nil, fmt.Errorf("%w of group %q: GET %s: HTTP %d: %s", ErrView, group, u, resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
 	var view struct {
-		Generation uint64 `json:"generation"`
-		Digest     string `json:"digest"`
+		Generation uint64            `json:"generation"`
+		Regions    map[string]uint64 `json:"regions"`
+		Digest     string            `json:"digest"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&view); err != nil {
 		return nil, fmt.Errorf("%w of group %q: GET %s: decode: %w", ErrView, group, u, err)
 	}
+	if len(view.Regions) > maxRegions {
+		return nil, fmt.Errorf("%w of group %q: GET %s: %d regions, at most %d", ErrView, group, u, len(view.Regions), maxRegions)
+	}
 	if view.Digest == "" {
 		return nil, fmt.Errorf("%w of group %q: GET %s: no digest in the view", ErrView, group, u)
 	}
-	return &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Controller: controller, Group: group}, nil
+	return &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Regions: view.Regions,
+		Controller: controller, Group: group}, nil
 }

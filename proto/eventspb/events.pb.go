@@ -93,7 +93,13 @@ type Event struct {
 	//	*Event_BackendRemoved
 	//	*Event_HealthChanged
 	//	*Event_CatalogChanged
-	Kind          isEvent_Kind `protobuf_oneof:"kind"`
+	//	*Event_PolicyChanged
+	//	*Event_NamingChanged
+	Kind isEvent_Kind `protobuf_oneof:"kind"`
+	// traceparent is the W3C trace context of the probe (or other cause) this
+	// event records, "" when untraced: the edges' application spans are its
+	// children (package tracing). Never a secret; at most 55 characters.
+	Traceparent   string `protobuf:"bytes,100,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,6 +219,31 @@ func (x *Event) GetCatalogChanged() *CatalogChanged {
 	return nil
 }
 
+func (x *Event) GetPolicyChanged() *PolicyChanged {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_PolicyChanged); ok {
+			return x.PolicyChanged
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetNamingChanged() *NamingChanged {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_NamingChanged); ok {
+			return x.NamingChanged
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
 type isEvent_Kind interface {
 	isEvent_Kind()
 }
@@ -233,6 +264,14 @@ type Event_CatalogChanged struct {
 	CatalogChanged *CatalogChanged `protobuf:"bytes,13,opt,name=catalog_changed,json=catalogChanged,proto3,oneof"`
 }
 
+type Event_PolicyChanged struct {
+	PolicyChanged *PolicyChanged `protobuf:"bytes,14,opt,name=policy_changed,json=policyChanged,proto3,oneof"`
+}
+
+type Event_NamingChanged struct {
+	NamingChanged *NamingChanged `protobuf:"bytes,15,opt,name=naming_changed,json=namingChanged,proto3,oneof"`
+}
+
 func (*Event_BackendAdded) isEvent_Kind() {}
 
 func (*Event_BackendRemoved) isEvent_Kind() {}
@@ -241,13 +280,23 @@ func (*Event_HealthChanged) isEvent_Kind() {}
 
 func (*Event_CatalogChanged) isEvent_Kind() {}
 
+func (*Event_PolicyChanged) isEvent_Kind() {}
+
+func (*Event_NamingChanged) isEvent_Kind() {}
+
 // BackendConfig is a backend's configuration without secrets.
 type BackendConfig struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
-	Transport     string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Url       string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	Transport string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	// headers are set on every request to the backend; each names where its
+	// value is read (an environment variable or a file), never the value.
+	// Sorted by name; names unique.
+	Headers []*HeaderRef `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
+	// allow_link_local lets url reach link-local and cloud metadata addresses.
+	AllowLinkLocal bool `protobuf:"varint,4,opt,name=allow_link_local,json=allowLinkLocal,proto3" json:"allow_link_local,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BackendConfig) Reset() {
@@ -294,6 +343,82 @@ func (x *BackendConfig) GetTransport() string {
 	return ""
 }
 
+func (x *BackendConfig) GetHeaders() []*HeaderRef {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *BackendConfig) GetAllowLinkLocal() bool {
+	if x != nil {
+		return x.AllowLinkLocal
+	}
+	return false
+}
+
+// HeaderRef is one header of a backend and the reference of its value:
+// exactly one of env and file is set.
+type HeaderRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Env           string                 `protobuf:"bytes,2,opt,name=env,proto3" json:"env,omitempty"`
+	File          string                 `protobuf:"bytes,3,opt,name=file,proto3" json:"file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeaderRef) Reset() {
+	*x = HeaderRef{}
+	mi := &file_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeaderRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeaderRef) ProtoMessage() {}
+
+func (x *HeaderRef) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeaderRef.ProtoReflect.Descriptor instead.
+func (*HeaderRef) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *HeaderRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HeaderRef) GetEnv() string {
+	if x != nil {
+		return x.Env
+	}
+	return ""
+}
+
+func (x *HeaderRef) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
 type BackendAdded struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Config        *BackendConfig         `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
@@ -303,7 +428,7 @@ type BackendAdded struct {
 
 func (x *BackendAdded) Reset() {
 	*x = BackendAdded{}
-	mi := &file_events_proto_msgTypes[2]
+	mi := &file_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +440,7 @@ func (x *BackendAdded) String() string {
 func (*BackendAdded) ProtoMessage() {}
 
 func (x *BackendAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[2]
+	mi := &file_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +453,7 @@ func (x *BackendAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendAdded.ProtoReflect.Descriptor instead.
 func (*BackendAdded) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{2}
+	return file_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BackendAdded) GetConfig() *BackendConfig {
@@ -347,7 +472,7 @@ type BackendRemoved struct {
 
 func (x *BackendRemoved) Reset() {
 	*x = BackendRemoved{}
-	mi := &file_events_proto_msgTypes[3]
+	mi := &file_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +484,7 @@ func (x *BackendRemoved) String() string {
 func (*BackendRemoved) ProtoMessage() {}
 
 func (x *BackendRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[3]
+	mi := &file_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +497,7 @@ func (x *BackendRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendRemoved.ProtoReflect.Descriptor instead.
 func (*BackendRemoved) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{3}
+	return file_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BackendRemoved) GetConfig() *BackendConfig {
@@ -394,7 +519,7 @@ type HealthChanged struct {
 
 func (x *HealthChanged) Reset() {
 	*x = HealthChanged{}
-	mi := &file_events_proto_msgTypes[4]
+	mi := &file_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -406,7 +531,7 @@ func (x *HealthChanged) String() string {
 func (*HealthChanged) ProtoMessage() {}
 
 func (x *HealthChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[4]
+	mi := &file_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -419,7 +544,7 @@ func (x *HealthChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthChanged.ProtoReflect.Descriptor instead.
 func (*HealthChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{4}
+	return file_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HealthChanged) GetFrom() string {
@@ -461,7 +586,7 @@ type InvalidTool struct {
 
 func (x *InvalidTool) Reset() {
 	*x = InvalidTool{}
-	mi := &file_events_proto_msgTypes[5]
+	mi := &file_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +598,7 @@ func (x *InvalidTool) String() string {
 func (*InvalidTool) ProtoMessage() {}
 
 func (x *InvalidTool) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[5]
+	mi := &file_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +611,7 @@ func (x *InvalidTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvalidTool.ProtoReflect.Descriptor instead.
 func (*InvalidTool) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{5}
+	return file_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InvalidTool) GetName() string {
@@ -513,15 +638,18 @@ type CatalogChanged struct {
 	Prompts     []byte      `protobuf:"bytes,3,opt,name=prompts,proto3" json:"prompts,omitempty"`
 	Compression Compression `protobuf:"varint,4,opt,name=compression,proto3,enum=fleetgate.events.v1.Compression" json:"compression,omitempty"`
 	// digest is the catalog digest of tools (INTERFACE.md, projection v1).
-	Digest        string         `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
-	InvalidTools  []*InvalidTool `protobuf:"bytes,6,rep,name=invalid_tools,json=invalidTools,proto3" json:"invalid_tools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Digest       string         `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	InvalidTools []*InvalidTool `protobuf:"bytes,6,rep,name=invalid_tools,json=invalidTools,proto3" json:"invalid_tools,omitempty"`
+	// resource_templates is the array of resource template definitions,
+	// like resources.
+	ResourceTemplates []byte `protobuf:"bytes,7,opt,name=resource_templates,json=resourceTemplates,proto3" json:"resource_templates,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CatalogChanged) Reset() {
 	*x = CatalogChanged{}
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +661,7 @@ func (x *CatalogChanged) String() string {
 func (*CatalogChanged) ProtoMessage() {}
 
 func (x *CatalogChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +674,7 @@ func (x *CatalogChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogChanged.ProtoReflect.Descriptor instead.
 func (*CatalogChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{6}
+	return file_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CatalogChanged) GetTools() []byte {
@@ -591,6 +719,370 @@ func (x *CatalogChanged) GetInvalidTools() []*InvalidTool {
 	return nil
 }
 
+func (x *CatalogChanged) GetResourceTemplates() []byte {
+	if x != nil {
+		return x.ResourceTemplates
+	}
+	return nil
+}
+
+// PolicyChanged carries the fleet's authorization section; it applies to
+// the whole fleet, so group and backend are empty.
+type PolicyChanged struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// section is the canonical JSON of the authorization section; empty
+	// when the fleet has none (everything allowed).
+	Section []byte `protobuf:"bytes,1,opt,name=section,proto3" json:"section,omitempty"`
+	// digest is "sha256:" + hex SHA-256 of section; empty with it.
+	Digest        string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyChanged) Reset() {
+	*x = PolicyChanged{}
+	mi := &file_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyChanged) ProtoMessage() {}
+
+func (x *PolicyChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyChanged.ProtoReflect.Descriptor instead.
+func (*PolicyChanged) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PolicyChanged) GetSection() []byte {
+	if x != nil {
+		return x.Section
+	}
+	return nil
+}
+
+func (x *PolicyChanged) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+// NamingChanged carries everything that decides the exposed names of one
+// group: the event's group (backend is empty). Replaying the log to a
+// generation gives the naming in force there, so the controller's view and
+// every edge's agree. An absent spec means the group left the fleet config
+// and its naming is forgotten.
+type NamingChanged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *NamingSpec            `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamingChanged) Reset() {
+	*x = NamingChanged{}
+	mi := &file_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamingChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamingChanged) ProtoMessage() {}
+
+func (x *NamingChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamingChanged.ProtoReflect.Descriptor instead.
+func (*NamingChanged) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *NamingChanged) GetSpec() *NamingSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// NamingSpec is a group's naming (package naming, Spec).
+type NamingSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// separator between backend and name; non-empty, of [A-Za-z0-9_.-].
+	Separator string `protobuf:"bytes,1,opt,name=separator,proto3" json:"separator,omitempty"`
+	// conflicts is the strategy: "prefix", "priority" or "manual".
+	Conflicts string `protobuf:"bytes,2,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
+	// backends of the group in fleet config order (the order of the
+	// priority strategy), each with its rules; names unique.
+	Backends      []*BackendNaming `protobuf:"bytes,3,rep,name=backends,proto3" json:"backends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamingSpec) Reset() {
+	*x = NamingSpec{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamingSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamingSpec) ProtoMessage() {}
+
+func (x *NamingSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamingSpec.ProtoReflect.Descriptor instead.
+func (*NamingSpec) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *NamingSpec) GetSeparator() string {
+	if x != nil {
+		return x.Separator
+	}
+	return ""
+}
+
+func (x *NamingSpec) GetConflicts() string {
+	if x != nil {
+		return x.Conflicts
+	}
+	return ""
+}
+
+func (x *NamingSpec) GetBackends() []*BackendNaming {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+// BackendNaming is one backend's naming rules per kind.
+type BackendNaming struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tools         *NameRules             `protobuf:"bytes,2,opt,name=tools,proto3" json:"tools,omitempty"`
+	Prompts       *NameRules             `protobuf:"bytes,3,opt,name=prompts,proto3" json:"prompts,omitempty"`
+	Resources     *NameRules             `protobuf:"bytes,4,opt,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendNaming) Reset() {
+	*x = BackendNaming{}
+	mi := &file_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendNaming) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendNaming) ProtoMessage() {}
+
+func (x *BackendNaming) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendNaming.ProtoReflect.Descriptor instead.
+func (*BackendNaming) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BackendNaming) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BackendNaming) GetTools() *NameRules {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *BackendNaming) GetPrompts() *NameRules {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *BackendNaming) GetResources() *NameRules {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+// NameRules filter and rename one kind of a backend's definitions, by the
+// backend's own names (URIs for resources).
+type NameRules struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// include and exclude are path.Match globs, at most 64 each of at most
+	// 256 bytes.
+	Include []string `protobuf:"bytes,1,rep,name=include,proto3" json:"include,omitempty"`
+	Exclude []string `protobuf:"bytes,2,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	// rename maps own names to exposed names; sorted by own, own unique.
+	Rename        []*NameRename `protobuf:"bytes,3,rep,name=rename,proto3" json:"rename,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NameRules) Reset() {
+	*x = NameRules{}
+	mi := &file_events_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NameRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NameRules) ProtoMessage() {}
+
+func (x *NameRules) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NameRules.ProtoReflect.Descriptor instead.
+func (*NameRules) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *NameRules) GetInclude() []string {
+	if x != nil {
+		return x.Include
+	}
+	return nil
+}
+
+func (x *NameRules) GetExclude() []string {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *NameRules) GetRename() []*NameRename {
+	if x != nil {
+		return x.Rename
+	}
+	return nil
+}
+
+type NameRename struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Own           string                 `protobuf:"bytes,1,opt,name=own,proto3" json:"own,omitempty"`
+	Exposed       string                 `protobuf:"bytes,2,opt,name=exposed,proto3" json:"exposed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NameRename) Reset() {
+	*x = NameRename{}
+	mi := &file_events_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NameRename) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NameRename) ProtoMessage() {}
+
+func (x *NameRename) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NameRename.ProtoReflect.Descriptor instead.
+func (*NameRename) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *NameRename) GetOwn() string {
+	if x != nil {
+		return x.Own
+	}
+	return ""
+}
+
+func (x *NameRename) GetExposed() string {
+	if x != nil {
+		return x.Exposed
+	}
+	return ""
+}
+
 // OutboxEntry is one event waiting in the writer's durable outbox.
 type OutboxEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -604,7 +1096,7 @@ type OutboxEntry struct {
 
 func (x *OutboxEntry) Reset() {
 	*x = OutboxEntry{}
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +1108,7 @@ func (x *OutboxEntry) String() string {
 func (*OutboxEntry) ProtoMessage() {}
 
 func (x *OutboxEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +1121,7 @@ func (x *OutboxEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxEntry.ProtoReflect.Descriptor instead.
 func (*OutboxEntry) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{7}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OutboxEntry) GetMsgId() string {
@@ -650,7 +1142,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x13fleetgate.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x92\x04\n" +
+	"\fevents.proto\x12\x13fleetgate.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x05\n" +
 	"\x05Event\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
@@ -664,11 +1156,20 @@ const file_events_proto_rawDesc = "" +
 	" \x01(\v2!.fleetgate.events.v1.BackendAddedH\x00R\fbackendAdded\x12N\n" +
 	"\x0fbackend_removed\x18\v \x01(\v2#.fleetgate.events.v1.BackendRemovedH\x00R\x0ebackendRemoved\x12K\n" +
 	"\x0ehealth_changed\x18\f \x01(\v2\".fleetgate.events.v1.HealthChangedH\x00R\rhealthChanged\x12N\n" +
-	"\x0fcatalog_changed\x18\r \x01(\v2#.fleetgate.events.v1.CatalogChangedH\x00R\x0ecatalogChangedB\x06\n" +
-	"\x04kind\"?\n" +
+	"\x0fcatalog_changed\x18\r \x01(\v2#.fleetgate.events.v1.CatalogChangedH\x00R\x0ecatalogChanged\x12K\n" +
+	"\x0epolicy_changed\x18\x0e \x01(\v2\".fleetgate.events.v1.PolicyChangedH\x00R\rpolicyChanged\x12K\n" +
+	"\x0enaming_changed\x18\x0f \x01(\v2\".fleetgate.events.v1.NamingChangedH\x00R\rnamingChanged\x12 \n" +
+	"\vtraceparent\x18d \x01(\tR\vtraceparentB\x06\n" +
+	"\x04kind\"\xa3\x01\n" +
 	"\rBackendConfig\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1c\n" +
-	"\ttransport\x18\x02 \x01(\tR\ttransport\"J\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x128\n" +
+	"\aheaders\x18\x03 \x03(\v2\x1e.fleetgate.events.v1.HeaderRefR\aheaders\x12(\n" +
+	"\x10allow_link_local\x18\x04 \x01(\bR\x0eallowLinkLocal\"E\n" +
+	"\tHeaderRef\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03env\x18\x02 \x01(\tR\x03env\x12\x12\n" +
+	"\x04file\x18\x03 \x01(\tR\x04file\"J\n" +
 	"\fBackendAdded\x12:\n" +
 	"\x06config\x18\x01 \x01(\v2\".fleetgate.events.v1.BackendConfigR\x06config\"L\n" +
 	"\x0eBackendRemoved\x12:\n" +
@@ -680,14 +1181,38 @@ const file_events_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"9\n" +
 	"\vInvalidTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x81\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb0\x02\n" +
 	"\x0eCatalogChanged\x12\x14\n" +
 	"\x05tools\x18\x01 \x01(\fR\x05tools\x12\x1c\n" +
 	"\tresources\x18\x02 \x01(\fR\tresources\x12\x18\n" +
 	"\aprompts\x18\x03 \x01(\fR\aprompts\x12B\n" +
 	"\vcompression\x18\x04 \x01(\x0e2 .fleetgate.events.v1.CompressionR\vcompression\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12E\n" +
-	"\rinvalid_tools\x18\x06 \x03(\v2 .fleetgate.events.v1.InvalidToolR\finvalidTools\"V\n" +
+	"\rinvalid_tools\x18\x06 \x03(\v2 .fleetgate.events.v1.InvalidToolR\finvalidTools\x12-\n" +
+	"\x12resource_templates\x18\a \x01(\fR\x11resourceTemplates\"A\n" +
+	"\rPolicyChanged\x12\x18\n" +
+	"\asection\x18\x01 \x01(\fR\asection\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\tR\x06digest\"D\n" +
+	"\rNamingChanged\x123\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1f.fleetgate.events.v1.NamingSpecR\x04spec\"\x88\x01\n" +
+	"\n" +
+	"NamingSpec\x12\x1c\n" +
+	"\tseparator\x18\x01 \x01(\tR\tseparator\x12\x1c\n" +
+	"\tconflicts\x18\x02 \x01(\tR\tconflicts\x12>\n" +
+	"\bbackends\x18\x03 \x03(\v2\".fleetgate.events.v1.BackendNamingR\bbackends\"\xd1\x01\n" +
+	"\rBackendNaming\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\x05tools\x18\x02 \x01(\v2\x1e.fleetgate.events.v1.NameRulesR\x05tools\x128\n" +
+	"\aprompts\x18\x03 \x01(\v2\x1e.fleetgate.events.v1.NameRulesR\aprompts\x12<\n" +
+	"\tresources\x18\x04 \x01(\v2\x1e.fleetgate.events.v1.NameRulesR\tresources\"x\n" +
+	"\tNameRules\x12\x18\n" +
+	"\ainclude\x18\x01 \x03(\tR\ainclude\x12\x18\n" +
+	"\aexclude\x18\x02 \x03(\tR\aexclude\x127\n" +
+	"\x06rename\x18\x03 \x03(\v2\x1f.fleetgate.events.v1.NameRenameR\x06rename\"8\n" +
+	"\n" +
+	"NameRename\x12\x10\n" +
+	"\x03own\x18\x01 \x01(\tR\x03own\x12\x18\n" +
+	"\aexposed\x18\x02 \x01(\tR\aexposed\"V\n" +
 	"\vOutboxEntry\x12\x15\n" +
 	"\x06msg_id\x18\x01 \x01(\tR\x05msgId\x120\n" +
 	"\x05event\x18\x02 \x01(\v2\x1a.fleetgate.events.v1.EventR\x05event*9\n" +
@@ -708,35 +1233,51 @@ func file_events_proto_rawDescGZIP() []byte {
 }
 
 var file_events_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_events_proto_goTypes = []any{
 	(Compression)(0),              // 0: fleetgate.events.v1.Compression
 	(*Event)(nil),                 // 1: fleetgate.events.v1.Event
 	(*BackendConfig)(nil),         // 2: fleetgate.events.v1.BackendConfig
-	(*BackendAdded)(nil),          // 3: fleetgate.events.v1.BackendAdded
-	(*BackendRemoved)(nil),        // 4: fleetgate.events.v1.BackendRemoved
-	(*HealthChanged)(nil),         // 5: fleetgate.events.v1.HealthChanged
-	(*InvalidTool)(nil),           // 6: fleetgate.events.v1.InvalidTool
-	(*CatalogChanged)(nil),        // 7: fleetgate.events.v1.CatalogChanged
-	(*OutboxEntry)(nil),           // 8: fleetgate.events.v1.OutboxEntry
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*HeaderRef)(nil),             // 3: fleetgate.events.v1.HeaderRef
+	(*BackendAdded)(nil),          // 4: fleetgate.events.v1.BackendAdded
+	(*BackendRemoved)(nil),        // 5: fleetgate.events.v1.BackendRemoved
+	(*HealthChanged)(nil),         // 6: fleetgate.events.v1.HealthChanged
+	(*InvalidTool)(nil),           // 7: fleetgate.events.v1.InvalidTool
+	(*CatalogChanged)(nil),        // 8: fleetgate.events.v1.CatalogChanged
+	(*PolicyChanged)(nil),         // 9: fleetgate.events.v1.PolicyChanged
+	(*NamingChanged)(nil),         // 10: fleetgate.events.v1.NamingChanged
+	(*NamingSpec)(nil),            // 11: fleetgate.events.v1.NamingSpec
+	(*BackendNaming)(nil),         // 12: fleetgate.events.v1.BackendNaming
+	(*NameRules)(nil),             // 13: fleetgate.events.v1.NameRules
+	(*NameRename)(nil),            // 14: fleetgate.events.v1.NameRename
+	(*OutboxEntry)(nil),           // 15: fleetgate.events.v1.OutboxEntry
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
 }
 var file_events_proto_depIdxs = []int32{
-	9,  // 0: fleetgate.events.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,  // 1: fleetgate.events.v1.Event.backend_added:type_name -> fleetgate.events.v1.BackendAdded
-	4,  // 2: fleetgate.events.v1.Event.backend_removed:type_name -> fleetgate.events.v1.BackendRemoved
-	5,  // 3: fleetgate.events.v1.Event.health_changed:type_name -> fleetgate.events.v1.HealthChanged
-	7,  // 4: fleetgate.events.v1.Event.catalog_changed:type_name -> fleetgate.events.v1.CatalogChanged
-	2,  // 5: fleetgate.events.v1.BackendAdded.config:type_name -> fleetgate.events.v1.BackendConfig
-	2,  // 6: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
-	0,  // 7: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
-	6,  // 8: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
-	1,  // 9: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	16, // 0: fleetgate.events.v1.Event.time:type_name -> google.protobuf.Timestamp
+	4,  // 1: fleetgate.events.v1.Event.backend_added:type_name -> fleetgate.events.v1.BackendAdded
+	5,  // 2: fleetgate.events.v1.Event.backend_removed:type_name -> fleetgate.events.v1.BackendRemoved
+	6,  // 3: fleetgate.events.v1.Event.health_changed:type_name -> fleetgate.events.v1.HealthChanged
+	8,  // 4: fleetgate.events.v1.Event.catalog_changed:type_name -> fleetgate.events.v1.CatalogChanged
+	9,  // 5: fleetgate.events.v1.Event.policy_changed:type_name -> fleetgate.events.v1.PolicyChanged
+	10, // 6: fleetgate.events.v1.Event.naming_changed:type_name -> fleetgate.events.v1.NamingChanged
+	3,  // 7: fleetgate.events.v1.BackendConfig.headers:type_name -> fleetgate.events.v1.HeaderRef
+	2,  // 8: fleetgate.events.v1.BackendAdded.config:type_name -> fleetgate.events.v1.BackendConfig
+	2,  // 9: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
+	0,  // 10: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
+	7,  // 11: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
+	11, // 12: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
+	12, // 13: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
+	13, // 14: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
+	13, // 15: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
+	13, // 16: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
+	14, // 17: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
+	1,  // 18: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -749,6 +1290,8 @@ func file_events_proto_init() {
 		(*Event_BackendRemoved)(nil),
 		(*Event_HealthChanged)(nil),
 		(*Event_CatalogChanged)(nil),
+		(*Event_PolicyChanged)(nil),
+		(*Event_NamingChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -756,7 +1299,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -134,6 +134,8 @@ type Refusal struct {
 	// RPC marks refusals answered as a JSON-RPC error (a body no parser
 	// may read) rather than plain text.
 	RPC bool
+	// Header holds headers the refusal is sent with (WWW-Authenticate).
+	Header http.Header
 }
 
 // Decision is the gate's answer: Identity is the caller's identity ("" for

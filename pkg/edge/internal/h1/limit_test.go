@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestLimitListener(t *testing.T) {
@@ -42,6 +43,8 @@ func TestLimitListener(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the cap: %v %v", resp, err)
 	}
+	// The refusal is counted after its answer is written: wait for it.
+	eventually(t, 5*time.Second, "the refusal counted", func() bool { return refused.Load() == 1 })
 	if n := ln.(*limitListener).Open(); n != 2 || refused.Load() != 1 {
 		t.Fatalf("%d open, %d refused; want 2 and 1", n, refused.Load())
 	}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/cmdline"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+)
+
+// natsAccess holds the flags of NATS credentials and TLS (the client
+// side, for --nats-url and audit) and the JetStream limits the controller
+// sets: the embedded node's store, the session bucket and the call trail.
+type natsAccess struct {
+	access       natsnode.Access
+	maxStore     cmdline.ByteSize
+	sessionBytes cmdline.ByteSize
+	callBytes    cmdline.ByteSize
+}
+
+// accessFlags defines the client flags; audit takes them too.
+func (a *natsAccess) accessFlags(fs *flag.FlagSet, inboxDefault string) {
+	fs.StringVar(&a.access.NkeySeed, "nats-nkey-seed", "", "authenticate to NATS with the user nkey seed in this file (an embedded node's <data-dir>/nats/edge.seed is enough for audit)")
+	fs.StringVar(&a.access.Creds, "nats-creds", "", "authenticate to NATS with this .creds file (operator/JWT deployments)")
+	fs.StringVar(&a.access.TLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS server's certificate")
+	fs.StringVar(&a.access.TLSCert, "nats-tls-cert", "", "PEM client certificate for NATS (with -nats-tls-key)")
+	fs.StringVar(&a.access.TLSKey, "nats-tls-key", "", "PEM key of -nats-tls-cert")
+	fs.StringVar(&a.access.InboxPrefix, "nats-inbox-prefix", inboxDefault, "prefix of this client's NATS reply subjects; must match the user's subscribe permission (extension)")
+}
+
+func (a *natsAccess) flags(fs *flag.FlagSet) {
+	a.accessFlags(fs, "")
+	a.maxStore = natsnode.DefaultMaxStore
+	a.sessionBytes = sessionstore.DefaultMaxBytes
+	a.callBytes = calltrail.DefaultMaxBytes
+	fs.Var(&a.maxStore, "nats-max-store", "JetStream file store limit of the embedded NATS server, e.g. 1GiB")
+	fs.Var(&a.sessionBytes, "session-max-bytes", "size limit of the session bucket; when full, new sessions are refused and the event log is unaffected")
+	fs.Var(&a.callBytes, "call-trail-max-bytes", "size limit of the call trail (oldest entries discarded)")
+}
+
+func (a *natsAccess) check() error {
+	if err := a.access.Check(); err != nil {
+		return fmt.Errorf("NATS access flags: %w", err)
+	}
+	if a.sessionBytes < 1<<20 || a.callBytes < 1<<20 || a.maxStore < 16<<20 {
+		return fmt.Errorf("invalid sizes: -session-max-bytes and -call-trail-max-bytes want at least 1MiB, -nats-max-store at least 16MiB")
+	}
+	return nil
+}
+
+// storeHeadroom is what the embedded store keeps beyond the reserved
+// bounds of the event stream, the session bucket and the call trail: the
+// snapshot and leader buckets.
+const storeHeadroom = 64 << 20
+
+// checkStore refuses an embedded store smaller than what the streams
+// reserve: JetStream would refuse to create them.
+func (a *natsAccess) checkStore() error {
+	need := int64(events.DefaultMaxBytes) + int64(a.sessionBytes) + int64(a.callBytes) + storeHeadroom
+	if int64(a.maxStore) < need {
+		return fmt.Errorf("invalid value %s for flag -nats-max-store: the event log (%s), -session-max-bytes, -call-trail-max-bytes and 64MiB for snapshots need %s",
+			&a.maxStore, ptr(cmdline.ByteSize(events.DefaultMaxBytes)), ptr(cmdline.ByteSize(need)))
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// connectOptions are the connection options for access, with async
+// errors (a permission refusal among them) logged.
+func connectOptions(access natsnode.Access, zl zerolog.Logger, base ...nats.Option) ([]nats.Option, error) {
+	opts, err := access.Options()
+	if err != nil {
+		return nil, err
+	}
+	return append(append(base, opts...), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		zl.Warn().Err(err).Msg("NATS asynchronous error")
+	})), nil
+}
+
+// provision creates the session bucket and the call trail with their
+// limits, so that edges, which may not create them, find them.
+func (a *natsAccess) provision(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	if err := sessionstore.Provision(ctx, js, &sessionstore.ProvisionOptions{Replicas: replicas, MaxBytes: int64(a.sessionBytes)}); err != nil {
+		return err
+	}
+	return calltrail.Provision(ctx, js, &calltrail.Options{Replicas: replicas, MaxBytes: int64(a.callBytes)})
+}

@@ -1,0 +1,162 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetgate/fleetgate/pkg/auth"
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/ratelimit"
+)
+
+// AuthOptions make the edge an OAuth 2.1 resource server (Options.Auth):
+// every request to /mcp needs a JWT access token of Issuer for Audience
+// with Scopes. The caller's identity is the token's iss and sub.
+type AuthOptions struct {
+	// Issuer is the authorization server whose tokens are accepted.
+	Issuer string
+	// JWKSURL is where its keys are; empty: from the issuer's metadata.
+	JWKSURL string
+	// Audience every token must carry; default ResourceURL.
+	Audience string
+	// Scopes every token must carry.
+	Scopes []string
+	// ResourceURL is this endpoint's public URL; default http://<listen>/mcp.
+	ResourceURL string
+	// HTTPClient fetches the issuer's metadata and keys (nil: a default
+	// one that follows no redirects).
+	HTTPClient *http.Client
+}
+
+// bearer is the edge's resource-server side: the verifier, the RFC 9728
+// metadata, and the subjects the policy sees for verified tokens.
+type bearer struct {
+	v           *auth.Verifier
+	resourceURL string
+	mdPath      string
+	mdURL       string
+	meta        http.Handler
+	results     *prometheus.CounterVec
+}
+
+// errAuthOptions: Options.Auth cannot be used.
+var errAuthOptions = errors.New("edge: auth options")
+
+// newBearer builds the verifier for o; listen is the MCP listener's
+// address (the default resource URL).
+func newBearer(o *AuthOptions, identityHeader, listen string, reg prometheus.Registerer) (*bearer, error) {
+	if identityHeader != "" {
+		return nil, fmt.Errorf("%w: an identity header and a token issuer exclude each other", errAuthOptions)
+	}
+	b := &bearer{resourceURL: o.ResourceURL}
+	if b.resourceURL == "" {
+		b.resourceURL = "http://" + listen + "/mcp"
+	}
+	aud := o.Audience
+	if aud == "" {
+		aud = b.resourceURL
+	}
+	var err error
+	if b.mdPath, b.mdURL, err = auth.MetadataURL(b.resourceURL); err != nil {
+		return nil, fmt.Errorf("%w: resource URL: %w", errAuthOptions, err)
+	}
+	if b.v, err = auth.NewVerifier(auth.Options{Issuer: o.Issuer, Audience: aud, Scopes: o.Scopes,
+		JWKSURL: o.JWKSURL, HTTPClient: o.HTTPClient}); err != nil {
+		return nil, fmt.Errorf("%w: %w", errAuthOptions, err)
+	}
+	b.meta = auth.MetadataHandler(auth.NewMetadata(b.resourceURL, o.Issuer, o.Scopes))
+	b.results = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_authentications_total",
+		Help: "Bearer-token authentications, by result (ok, refused) and reason."}, []string{"result", "reason"})
+	reg.MustRegister(b.results)
+	return b, nil
+}
+
+// tokenUser is the user id of a verified identity: iss and sub, joined by
+// a space (an issuer URL has none), so that tokens of one caller, however
+// often refreshed, are one user to the go-sdk's session binding and to
+// the edge's owner hashes.
+func tokenUser(id *auth.Identity) string { return id.Issuer + " " + id.Subject }
+
+// claimsKey is the key of a verified token's identity in TokenInfo.Extra.
+const claimsKey = "fleetgate.identity"
+
+// authenticate verifies r's bearer token (when the edge has a token
+// issuer) and returns r carrying the go-sdk's TokenInfo for it; or the
+// refusal: 401 with the challenge, 403 for a missing scope, 503 while the
+// issuer's keys are unknown. Errors name the reason only (never the
+// token).
+func (e *Edge) authenticate(r *http.Request) (*http.Request, *admission.Refusal) {
+	b := e.bearer
+	if b == nil {
+		return r, nil
+	}
+	now, addr := time.Now(), ratelimit.ClientAddr(r.RemoteAddr)
+	if d := e.limits.l.AuthBlocked(now, addr); !d.Allowed {
+		return r, e.limits.refusal(d) // too many failures from here: not verified at all
+	}
+	id, err := b.v.VerifyRequest(r)
+	if err != nil {
+		reason := auth.Reason(err)
+		switch reason { // a forged or foreign token; not an expired one, nor the first step of discovery (none)
+		case "malformed", "bad_signature", "unknown_key", "wrong_issuer", "wrong_audience":
+			e.limits.l.FailedAuth(now, addr)
+		}
+		b.results.WithLabelValues("refused", reason).Inc()
+		status, challenge := auth.Challenge(err, b.mdURL)
+		f := &admission.Refusal{Status: status, Reason: "auth_" + reason,
+			Err: fmt.Errorf("%w: bearer token: %s", admission.ErrUnauthenticated, strings.ReplaceAll(reason, "_", " "))}
+		if challenge != "" {
+			f.Header = http.Header{"Www-Authenticate": {challenge}}
+		}
+		return r, f
+	}
+	b.results.WithLabelValues("ok", "").Inc()
+	ti := &goauth.TokenInfo{UserID: tokenUser(id), Scopes: id.Scopes, Expiration: id.Expiry,
+		Extra: map[string]any{claimsKey: id}}
+	out := withTokenInfo(r, ti)
+	if out == nil { // the go-sdk reads the Authorization header otherwise: refuse as malformed
+		b.results.WithLabelValues("refused", "malformed").Inc()
+		return r, &admission.Refusal{Status: http.StatusUnauthorized, Reason: "auth_malformed",
+			Err:    fmt.Errorf("%w: bearer token: malformed", admission.ErrUnauthenticated),
+			Header: http.Header{"Www-Authenticate": {`Bearer resource_metadata="` + b.mdURL + `", error="invalid_token"`}}}
+	}
+	return out, nil
+}
+
+// withTokenInfo returns r with ti as the go-sdk's TokenInfo (which its
+// handlers give method handlers as RequestExtra.TokenInfo and its session
+// binding compares), set the only way the go-sdk lets one: through its
+// RequireBearerToken middleware, with a verifier that answers ti (the
+// token was verified already). nil when the middleware would not take
+// the request's Authorization header.
+func withTokenInfo(r *http.Request, ti *goauth.TokenInfo) *http.Request {
+	var out *http.Request
+	goauth.RequireBearerToken(func(context.Context, string, *http.Request) (*goauth.TokenInfo, error) { return ti, nil },
+		&goauth.RequireBearerTokenOptions{ClockSkew: time.Minute})(
+		http.HandlerFunc(func(_ http.ResponseWriter, r2 *http.Request) { out = r2 })).ServeHTTP(discardWriter{}, r)
+	return out
+}
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// tokenIdentity is the verified identity of a request's TokenInfo, nil
+// without one.
+func tokenIdentity(ti *goauth.TokenInfo) *auth.Identity {
+	if ti == nil {
+		return nil
+	}
+	id, _ := ti.Extra[claimsKey].(*auth.Identity)
+	return id
+}

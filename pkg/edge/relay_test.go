@@ -1,0 +1,448 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
+)
+
+// startAskingBackend serves, as backend name, the tools that send what a
+// backend may send during a call: progress, log messages, and requests
+// to the client (sampling, elicitation, roots). It is published healthy
+// in group default of f.
+func startAskingBackend(t testing.TB, f *fleet, name string) {
+	startAskingBackendWith(t, f, name, &atomic.Value{})
+}
+
+// startAskingBackendWith is startAskingBackend noting in unsubscribed the
+// URI of the last resources/unsubscribe it got.
+func startAskingBackendWith(t testing.TB, f *fleet, name string, unsubscribed *atomic.Value) (url string) {
+	t.Helper()
+	var srv *mcp.Server
+	srv = mcp.NewServer(&mcp.Implementation{Name: name}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
+			unsubscribed.Store(r.Params.URI)
+			return nil
+		},
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			if req.Params.Ref.Type != "ref/prompt" || req.Params.Ref.Name != "greet" || req.Params.Argument.Name != "name" {
+				return nil, fmt.Errorf("completion of %+v", req.Params.Ref)
+			}
+			var vals []string
+			for _, v := range []string{"ada", "alan", "grace"} {
+				if strings.HasPrefix(v, req.Params.Argument.Value) {
+					vals = append(vals, v)
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vals, Total: len(vals)}}, nil
+		}})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["name"]}}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tok := req.Params.GetProgressToken()
+			for i := 1; i <= 3; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3,
+					Message: fmt.Sprintf("step %d", i)}); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("token %v", tok)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "logs", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for _, l := range []mcp.LoggingLevel{"debug", "info", "warning"} {
+				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: name, Data: "a " + string(l) + " message"}); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "sample", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling: " + err.Error()}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "model " + res.Model + ": " + res.Content.(*mcp.TextContent).Text}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "elicit", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation: " + err.Error()}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + " " + fmt.Sprint(res.Content["name"])}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "roots", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "roots: " + err.Error()}}}, nil
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "roots " + strings.Join(uris, ",")}}}, nil
+		})
+	srv.AddResource(&mcp.Resource{URI: "res://counter", Name: "counter", MIMEType: "text/plain"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "res://counter", Text: "1"}}}, nil
+		})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "res://items/{id}", Name: "item", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "item at " + r.Params.URI}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "bump", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "res://counter"}); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "bumped"}}}, nil
+		})
+	// tick sends one progress notification carrying the time it was
+	// sent; sampletime returns how long its sampling request took.
+	srv.AddTool(&mcp.Tool{Name: "tick", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(),
+				Progress: 1, Message: strconv.FormatInt(time.Now().UnixNano(), 10)})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ticked"}}}, err
+		})
+	srv.AddTool(&mcp.Tool{Name: "sampletime", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			start := time.Now()
+			_, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.FormatInt(int64(time.Since(start)), 10)}}}, err
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	cfg := events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}
+	f.publish(events.NewBackendAdded(time.Now(), "default", name, cfg))
+	f.catalog("default", name, listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}))
+	f.health("default", name, true)
+	return hs.URL
+}
+
+// askedClient is a session-based client that answers sampling,
+// elicitation and roots, and keeps the progress and log messages it hears.
+type askedClient struct {
+	cs       *mcp.ClientSession
+	mu       sync.Mutex
+	progress []string
+	logs     []string
+	updates  []string
+	messages []time.Duration // ages of the progress notifications whose message is a send time
+}
+
+func (c *askedClient) updatesHeard() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.updates...)
+}
+
+func (c *askedClient) heard() (progress, logs []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.progress...), append([]string(nil), c.logs...)
+}
+
+// connectAsked connects to url; capable declares sampling and elicitation.
+func connectAsked(t testing.TB, url string, capable bool) *askedClient {
+	t.Helper()
+	return connectAskedWith(t, url, capable, nil)
+}
+
+// connectAskedWith is connectAsked with the HTTP client hc.
+func connectAskedWith(t testing.TB, url string, capable bool, hc *http.Client) *askedClient {
+	t.Helper()
+	ac := &askedClient{}
+	opts := &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			ac.mu.Lock()
+			ac.progress = append(ac.progress, fmt.Sprintf("%v:%v/%v", r.Params.ProgressToken, r.Params.Progress, r.Params.Total))
+			if ns, err := strconv.ParseInt(r.Params.Message, 10, 64); err == nil {
+				ac.messages = append(ac.messages, time.Since(time.Unix(0, ns)))
+			}
+			ac.mu.Unlock()
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			ac.mu.Lock()
+			ac.updates = append(ac.updates, r.Params.URI)
+			ac.mu.Unlock()
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			ac.mu.Lock()
+			ac.logs = append(ac.logs, string(r.Params.Level))
+			ac.mu.Unlock()
+		},
+	}
+	if capable {
+		opts.CreateMessageHandler = func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "test-model", Role: "assistant",
+				Content: &mcp.TextContent{Text: "hi from the client (" + r.Params.Messages[0].Content.(*mcp.TextContent).Text + ")"}}, nil
+		}
+		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "asked-client"}, opts)
+	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: 20, HTTPClient: hc},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	ac.cs = cs
+	return ac
+}
+
+func (c *askedClient) call(t testing.TB, name string, meta mcp.Meta) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}, Meta: meta})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+// TestRelayDuringCall: what a backend sends during a call reaches the
+// client that made it, through the edge, and the client's answers reach
+// the backend; a client without the capability is answered at once.
+func TestRelayDuringCall(t *testing.T) {
+	f := newFleet(t)
+	startAskingBackend(t, f, "ask")
+	e := startEdge(t, f, nil)
+	url := e.MCPURL()
+	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+
+	capable := connectAsked(t, url, true)
+	t.Run("progress", func(t *testing.T) {
+		res := capable.call(t, "ask_progress", mcp.Meta{"progressToken": "tok-1"})
+		if text(res) != "token tok-1" {
+			t.Fatalf("backend saw %q, want the client's token", text(res))
+		}
+		eventually(t, 5*time.Second, "three progress notifications", func() bool { p, _ := capable.heard(); return len(p) == 3 })
+		if p, _ := capable.heard(); p[0] != "tok-1:1/3" || p[2] != "tok-1:3/3" {
+			t.Fatalf("progress heard: %v", p)
+		}
+	})
+	t.Run("sampling", func(t *testing.T) {
+		if got := text(capable.call(t, "ask_sample", nil)); got != "model test-model: hi from the client (say hi)" {
+			t.Fatalf("sampling result %q", got)
+		}
+	})
+	t.Run("elicitation", func(t *testing.T) {
+		if got := text(capable.call(t, "ask_elicit", nil)); got != "accept ada" {
+			t.Fatalf("elicitation result %q", got)
+		}
+	})
+	t.Run("roots", func(t *testing.T) {
+		if got := text(capable.call(t, "ask_roots", nil)); got != "roots file:///work" {
+			t.Fatalf("roots result %q", got)
+		}
+	})
+	t.Run("logging", func(t *testing.T) {
+		lc := connectAsked(t, url, false)
+		lc.call(t, "ask_logs", nil)
+		if _, logs := lc.heard(); len(logs) != 0 {
+			t.Fatalf("a client that set no level heard %v", logs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := lc.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+			t.Fatal(err)
+		}
+		lc.call(t, "ask_logs", nil)
+		eventually(t, 5*time.Second, "two log messages", func() bool { _, l := lc.heard(); return len(l) == 2 })
+		if _, logs := lc.heard(); logs[0] != "info" || logs[1] != "warning" {
+			t.Fatalf("logs at level info: %v", logs)
+		}
+	})
+	t.Run("completion", func(t *testing.T) {
+		if caps := capable.cs.InitializeResult().Capabilities; caps.Completions == nil || caps.Logging == nil {
+			t.Fatalf("edge capabilities %+v: want completions and logging", caps)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := capable.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "ask_greet"},
+			Argument: mcp.CompleteParamsArgument{Name: "name", Value: "a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(res.Completion.Values, ","); got != "ada,alan" {
+			t.Fatalf("completion values %q", got)
+		}
+		if _, err := capable.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "nope"},
+			Argument: mcp.CompleteParamsArgument{Name: "name", Value: "a"}}); err == nil || !strings.Contains(err.Error(), "not available") {
+			t.Fatalf("completion of an unknown prompt: %v", err)
+		}
+	})
+	t.Run("incapable", func(t *testing.T) {
+		plain := connectAsked(t, url, false)
+		for _, tool := range []string{"ask_sample", "ask_elicit"} {
+			start := time.Now()
+			res := plain.call(t, tool, nil)
+			if !res.IsError || !strings.Contains(text(res), "did not declare") && !strings.Contains(text(res), "not supported") {
+				t.Fatalf("%s without the capability: %q", tool, text(res))
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("%s without the capability took %s", tool, d)
+			}
+		}
+		// A plain client is served by the fast path: a backend's roots/list
+		// is answered at once with an error there (relay.go).
+		start := time.Now()
+		if res := plain.call(t, "ask_roots", nil); !res.IsError || time.Since(start) > 3*time.Second {
+			t.Fatalf("roots on the fast path: %q after %s", text(res), time.Since(start))
+		}
+	})
+}
+
+// A session keeps its client's log level and resource subscriptions when
+// it moves to another edge: both are in its record, and the edge that
+// rebuilds the session sets them again.
+func TestMovedSessionKeepsLevelAndSubscriptions(t *testing.T) {
+	f := newSharedFleet(t)
+	startAskingBackend(t, f.fleet, "ask")
+	edgeA := startRecordEdge(t, f, "a", nil, nil)
+	edgeB := startRecordEdge(t, f, "b", nil, nil)
+	p := newSwitchProxy(t, edgeA.MCPURL())
+	lc := connectAskedWith(t, p.url(), false, &http.Client{Transport: identityTransport{"alice"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := lc.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
+		t.Fatal(err)
+	}
+	sid := lc.cs.ID()
+	eventually(t, 10*time.Second, "the level and subscription in A's record", func() bool {
+		rec := stored(t, edgeA.Edge, sid)
+		return rec != nil && rec.LogLevel == "warning" && len(rec.Subscriptions) == 1
+	})
+	edgeA.kill()
+	p.to(edgeB.MCPURL())
+	eventually(t, 10*time.Second, "B serves the tools", func() bool { return len(edgeB.current().Catalog.Tools) == 8 })
+	if got := text(lc.call(t, "ask_logs", nil)); got != "logged" {
+		t.Fatalf("ask_logs on B = %q", got)
+	}
+	eventually(t, 5*time.Second, "the warning", func() bool { _, l := lc.heard(); return len(l) >= 1 })
+	if _, logs := lc.heard(); len(logs) != 1 || logs[0] != "warning" {
+		t.Fatalf("logs heard on B: %v, want only the warning", logs)
+	}
+	lc.call(t, "ask_bump", nil)
+	eventually(t, 5*time.Second, "the update on B", func() bool { return len(lc.updatesHeard()) == 1 })
+	if info, ok := sessionInfo(t, edgeB.Edge, sid); !ok || info.Edge != "b" {
+		t.Fatalf("the session on B: %+v (found %v)", info, ok)
+	}
+}
+
+// A client subscribed to a backend's resource hears its updates through
+// the edge, and only it; after it unsubscribes, the edge's subscription
+// on the backend ends too.
+func TestResourceSubscription(t *testing.T) {
+	f := newFleet(t)
+	var unsubscribed atomic.Value
+	startAskingBackendWith(t, f, "ask", &unsubscribed)
+	e := startEdge(t, f, nil)
+	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+	a, b := connectAsked(t, e.MCPURL(), false), connectAsked(t, e.MCPURL(), false)
+	if caps := a.cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
+		t.Fatalf("edge capabilities %+v: want resources.subscribe", caps.Resources)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://nope"}); err == nil {
+		t.Fatal("subscribed to a resource no backend serves")
+	}
+	// A 2026-07-28 client subscribes on a subscriptions/listen stream.
+	var newUpdates atomic.Int64
+	c26 := mcp.NewClient(&mcp.Implementation{Name: "listener"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			if r.Params.URI == "res://counter" {
+				newUpdates.Add(1)
+			}
+		}})
+	cs26, err := c26.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.MCPURL(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs26.Close()
+	if err := cs26.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the listen stream's subscription", func() bool {
+		e.subs.mu.Lock()
+		defer e.subs.mu.Unlock()
+		return len(e.subs.byResource[resourceKey{"ask", "res://counter"}]) == 2
+	})
+	b.call(t, "ask_bump", nil)
+	eventually(t, 5*time.Second, "the update", func() bool { return len(a.updatesHeard()) == 1 })
+	eventually(t, 5*time.Second, "the update on the listen stream", func() bool { return newUpdates.Load() == 1 })
+	if err := cs26.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "res://counter"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.updatesHeard(); got[0] != "res://counter" {
+		t.Fatalf("updates heard: %v", got)
+	}
+	if err := a.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "res://counter"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the backend unsubscribed", func() bool { u, _ := unsubscribed.Load().(string); return u == "res://counter" })
+	b.call(t, "ask_bump", nil)
+	b.call(t, "ask_bump", nil)
+	if got := b.updatesHeard(); len(got) != 0 {
+		t.Fatalf("a client that never subscribed heard %v", got)
+	}
+}
+
+// A backend's resource templates are listed through the edge, and a read
+// of a URI that expands one goes to that backend.
+func TestResourceTemplates(t *testing.T) {
+	f := newFleet(t)
+	startAskingBackend(t, f, "ask")
+	e := startEdge(t, f, nil)
+	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+	c := connectAsked(t, e.MCPURL(), false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(res.ResourceTemplates) != 1 || res.ResourceTemplates[0].URITemplate != "res://items/{id}" {
+		t.Fatalf("templates: %+v, %v", res, err)
+	}
+	rr, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "res://items/42"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "item at res://items/42" {
+		t.Fatalf("read of an expansion: %+v, %v", rr, err)
+	}
+	if _, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "res://other/42"}); err == nil {
+		t.Fatal("read of a URI no resource or template has")
+	}
+}

@@ -1,0 +1,114 @@
+package edge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// source is what the edge follows: the fleet state, folded from one event
+// log (events.Reader) or merged from the regional logs of a multi-region
+// fleet (region.Follower, whose state names the generation of each region
+// it reflects in State.Regions).
+type source interface {
+	Run(ctx context.Context) error
+	Watch() (<-chan struct{}, func())
+	State() *events.State
+	CaughtUp() bool
+	WaitCaughtUp(ctx context.Context) error
+}
+
+var (
+	_ source = (*events.Reader)(nil)
+	_ source = (*region.Follower)(nil)
+)
+
+// NewRegional returns an edge serving the view merged from the event logs
+// of regions in js (its own region's NATS): the local region's log and
+// the mirrors of the others' (docs/regions.md). A group spanning regions
+// holds the backends of each; the session evidence and the admin API name
+// the generation vector the served view reflects.
+func NewRegional(js jetstream.JetStream, regions []string, o *Options) (*Edge, error) {
+	var e *Edge // set before Run starts the follower's readers
+	f, err := region.NewFollower(js, regions, &region.FollowerOptions{
+		Reader:  &events.ReaderOptions{OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }},
+		OnEvent: func(r string, ev *eventspb.Event) { e.onEvent(r, ev) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("edge: follow regions %v: %w", regions, err)
+	}
+	e, err = newEdge(o, func(*Edge) source { return f })
+	return e, err
+}
+
+// onEvent notes the stream timestamp of events of the group (in the log of
+// region r; "" on a single log), for the event-to-notification latency,
+// and their trace contexts.
+func (e *Edge) onEvent(r string, ev *eventspb.Event) {
+	if ev.GetGroup() != e.opts.Group {
+		return
+	}
+	e.evMu.Lock()
+	e.evTimes = append(e.evTimes, eventTime{region: r, gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
+	if e.traced {
+		e.noteEventTrace(r, ev)
+	}
+	e.evMu.Unlock()
+}
+
+// reflects reports whether a state of generation gen and regional vector
+// regions (nil on a single log) includes generation g of region r's log.
+func reflects(gen uint64, regions map[string]uint64, r string, g uint64) bool {
+	if regions == nil {
+		return g <= gen
+	}
+	return g <= regions[r]
+}
+
+// takeEventTime removes the events st includes and returns the oldest
+// timestamp among them (zero when none).
+func (e *Edge) takeEventTime(st *events.State) time.Time {
+	e.evMu.Lock()
+	defer e.evMu.Unlock()
+	var oldest time.Time
+	n := 0
+	for _, et := range e.evTimes {
+		if !reflects(st.Generation, st.Regions, et.region, et.gen) {
+			e.evTimes[n] = et
+			n++
+			continue
+		}
+		if oldest.IsZero() || et.at.Before(oldest) {
+			oldest = et.at
+		}
+	}
+	e.evTimes = e.evTimes[:n]
+	return oldest
+}
+
+// confirm records st as the state at which the served view was found
+// current.
+func (e *Edge) confirm(st *events.State) {
+	if st.Regions != nil {
+		v := st.Regions
+		e.confirmedRegions.Store(&v)
+	}
+	e.confirmed.Store(st.Generation)
+	e.m.applied.Set(float64(st.Generation))
+}
+
+// confirmedReflects reports whether the confirmed state includes
+// generation g of region r's log.
+func (e *Edge) confirmedReflects(r string, g uint64) bool {
+	var regions map[string]uint64
+	if p := e.confirmedRegions.Load(); p != nil {
+		regions = *p
+	}
+	return reflects(e.confirmed.Load(), regions, r, g)
+}

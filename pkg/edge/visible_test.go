@@ -1,0 +1,211 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/policy"
+)
+
+// opsOnlyBeta is the contract's example: beta's tools only for callers
+// whose token has the role ops.
+var opsOnlyBeta = &policy.Section{Rules: []policy.Rule{{Name: "ops-only-beta", Effect: "deny",
+	Tools: []string{"beta_*"}, When: `!("ops" in claims.roles)`}}}
+
+// setPolicy publishes s as the fleet's policy and waits until e applied it.
+func setPolicy(t *testing.T, f *fleet, s *policy.Section, edges ...*Edge) {
+	t.Helper()
+	gen := f.publish(events.NewPolicyChanged(time.Now(), s))
+	for _, e := range edges {
+		eventually(t, 10*time.Second, "policy applied", func() bool { return e.confirmed.Load() >= gen })
+	}
+}
+
+// roleToken mints a token of sub for e with the given roles.
+func roleToken(iss *issuertest.Issuer, e *Edge, sub string, roles ...string) string {
+	c := iss.Claims(sub, e.MCPURL())
+	r := make([]any, len(roles))
+	for i, x := range roles {
+		r[i] = x
+	}
+	c["roles"] = r
+	return iss.Mint(c)
+}
+
+// Rules by claim, on both protocol generations: a tool the caller may not
+// use is absent from its list, and a call of it is answered as for an
+// unknown tool; another caller's roles see and call it.
+func TestPolicyByClaim(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	f.healthyBackend("default", startBackend(t, "beta", nil))
+	iss := issuertest.New(t, nil)
+	e := authEdge(t, f, iss, nil)
+	setPolicy(t, f, opsOnlyBeta, e)
+	alice, bob := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			ca := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return alice }))
+			cb := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return bob }))
+			if names := ca.toolNames(t); !names["alpha_echo"] || names["beta_echo"] {
+				t.Fatalf("alice lists %v", names)
+			}
+			if names := cb.toolNames(t); !names["alpha_echo"] || !names["beta_echo"] {
+				t.Fatalf("bob lists %v", names)
+			}
+			if res := ca.call(t, "beta_echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "not available") {
+				t.Fatalf("alice's call of a hidden tool: %v %q", res.IsError, text(res))
+			}
+			if res := cb.call(t, "beta_echo", map[string]any{"text": "x"}); res.IsError {
+				t.Fatalf("bob's call: %q", text(res))
+			}
+			if res := ca.call(t, "alpha_echo", map[string]any{"text": "x"}); res.IsError {
+				t.Fatalf("alice's call of a visible tool: %q", text(res))
+			}
+		})
+	}
+}
+
+// find_tool never returns a hidden tool, and call_tool refuses one as an
+// unknown tool.
+func TestPolicyFindTool(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	f.healthyBackend("default", startBackend(t, "beta", nil))
+	iss := issuertest.New(t, nil)
+	e := authEdge(t, f, iss, &Options{Mode: ModeOptimizer, CallTimeout: 10 * time.Second})
+	setPolicy(t, f, opsOnlyBeta, e)
+	alice, bob := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
+	ca := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return alice }))
+	cb := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return bob }))
+	found := func(c *client) map[string]bool {
+		res := c.call(t, FindToolName, map[string]any{"query": "echo", "limit": 50})
+		var r struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+			CatalogTools int `json:"catalog_tools"`
+		}
+		if err := json.Unmarshal([]byte(text(res)), &r); err != nil {
+			t.Fatalf("find_tool: %v: %s", err, text(res))
+		}
+		names := map[string]bool{}
+		for _, x := range r.Tools {
+			names[x.Name] = true
+		}
+		return names
+	}
+	if got := found(ca); !got["alpha_echo"] || got["beta_echo"] {
+		t.Fatalf("alice finds %v", got)
+	}
+	if got := found(cb); !got["alpha_echo"] || !got["beta_echo"] {
+		t.Fatalf("bob finds %v", got)
+	}
+	res := ca.call(t, CallToolName, map[string]any{"tool_name": "beta_echo", "arguments": map[string]any{"text": "x"}})
+	if !res.IsError || !strings.Contains(text(res), "not available") {
+		t.Fatalf("alice's call_tool of a hidden tool: %q", text(res))
+	}
+	if res := cb.call(t, CallToolName, map[string]any{"tool_name": "beta_echo", "arguments": map[string]any{"text": "x"}}); res.IsError {
+		t.Fatalf("bob's call_tool: %q", text(res))
+	}
+}
+
+// A policy change reaches live sessions on two edges as list_changed, and
+// their lists follow it; a session whose visible set did not change is
+// not told.
+func TestPolicyChangeNotifies(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	f.healthyBackend("default", startBackend(t, "beta", nil))
+	iss := issuertest.New(t, nil)
+	e1 := authEdge(t, f, iss, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
+	e2 := authEdge(t, f, iss, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
+	var alice, bob []*client
+	for _, e := range []*Edge{e1, e2} {
+		a, b := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
+		ca := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return a }))
+		cb := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return b }))
+		if !ca.toolNames(t)["beta_echo"] || !cb.toolNames(t)["beta_echo"] {
+			t.Fatal("without a policy, everyone sees beta")
+		}
+		alice, bob = append(alice, ca), append(bob, cb)
+	}
+	setPolicy(t, f, opsOnlyBeta, e1, e2)
+	for i, ca := range alice {
+		ca.waitChanged(t, 1, 10*time.Second)
+		if ca.toolNames(t)["beta_echo"] {
+			t.Fatalf("alice on edge %d still lists beta after the policy change", i+1)
+		}
+	}
+	// bob's visible set is the same: no notification (checked after
+	// alice's arrived, which came from the same resync).
+	for i, cb := range bob {
+		if n := cb.changed.Load(); n != 0 {
+			t.Fatalf("bob on edge %d notified %d times, want 0", i+1, n)
+		}
+		if !cb.toolNames(t)["beta_echo"] {
+			t.Fatalf("bob on edge %d lost beta", i+1)
+		}
+	}
+	// Lifting the policy gives alice beta back.
+	setPolicy(t, f, &policy.Section{}, e1, e2)
+	for _, ca := range alice {
+		ca.waitChanged(t, 2, 10*time.Second)
+		if !ca.toolNames(t)["beta_echo"] {
+			t.Fatal("alice does not see beta once the policy is lifted")
+		}
+	}
+}
+
+// An evaluation error fails closed: a deny rule over a claim the token
+// lacks hides the tool.
+func TestPolicyFailsClosed(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	iss := issuertest.New(t, nil)
+	e := authEdge(t, f, iss, nil)
+	setPolicy(t, f, &policy.Section{Rules: []policy.Rule{{Name: "needs-team", Effect: "deny",
+		When: `claims.team != "core"`}}}, e) // no team claim: an error, so the rule matches
+	tok := roleToken(iss, e, "alice")
+	c := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return tok }))
+	if names := c.toolNames(t); len(names) != 0 {
+		t.Fatalf("lists %v, want nothing", names)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{}}); err != nil || !res.IsError {
+		t.Fatalf("call: %v, %v", res, err)
+	}
+}
+
+// A 2026-07-28 list says how it may be cached: "public" while every
+// caller sees the same, "private" once a policy filters it per caller.
+func TestListCacheScope(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	e := startEdge(t, f, nil)
+	c := connect(t, e.MCPURL(), "")
+	scope := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := c.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.CacheScope
+	}
+	if got := scope(); got != "public" {
+		t.Fatalf("cacheScope without a policy: %q", got)
+	}
+	setPolicy(t, f, opsOnlyBeta, e)
+	if got := scope(); got != "private" {
+		t.Fatalf("cacheScope under a policy: %q", got)
+	}
+}

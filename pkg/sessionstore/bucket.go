@@ -1,0 +1,148 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultMaxBytes bounds the session bucket, so that a flood of sessions
+// fills this bucket (new sessions are refused, existing ones keep working)
+// and never the store the event log shares.
+const DefaultMaxBytes = 256 << 20
+
+// ProvisionOptions configure the bucket the controller creates. A nil
+// *ProvisionOptions means defaults.
+type ProvisionOptions struct {
+	// Bucket is the KV bucket name; default DefaultBucket.
+	Bucket string
+	// Replicas of the bucket's stream; default 1.
+	Replicas int
+	// MaxBytes bounds the bucket; default DefaultMaxBytes.
+	MaxBytes int64
+}
+
+// streamConfig is the bucket as a stream, hardened against the writes
+// subject permissions cannot refuse: no roll-ups (a Nats-Rollup: all
+// header on any key would wipe every record), no purge, no message
+// deletion through the API. Records expire by per-message TTLs; the bucket
+// has no subject delete markers (they would turn roll-ups back on), so an
+// expired record simply disappears.
+func streamConfig(o ProvisionOptions) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              "KV_" + o.Bucket,
+		Description:       "fleetgate MCP session records",
+		Subjects:          []string{"$KV." + o.Bucket + ".>"},
+		MaxMsgsPerSubject: 1, // History 1: a longer history raises every TTL
+		MaxBytes:          o.MaxBytes,
+		MaxMsgSize:        MaxRecordSize + 512,
+		Storage:           jetstream.FileStorage,
+		Replicas:          o.Replicas,
+		Discard:           jetstream.DiscardNew,
+		Duplicates:        2 * time.Minute,
+		AllowDirect:       true,
+		AllowMsgTTL:       true,
+		AllowRollup:       false,
+		DenyDelete:        true,
+		DenyPurge:         true,
+	}
+}
+
+func (o *ProvisionOptions) withDefaults() ProvisionOptions {
+	var c ProvisionOptions
+	if o != nil {
+		c = *o
+	}
+	if c.Bucket == "" {
+		c.Bucket = DefaultBucket
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	return c
+}
+
+// Provision creates the session bucket, or updates the limits of an
+// existing one, with full rights: the controller calls it at start, so
+// that edges, which may only read and write records, find the bucket.
+func Provision(ctx context.Context, js jetstream.JetStream, o *ProvisionOptions) error {
+	opts := o.withDefaults()
+	if opts.Replicas < 0 || opts.MaxBytes < 0 {
+		return fmt.Errorf("sessionstore: provision bucket %q: replicas %d, max bytes %d", opts.Bucket, opts.Replicas, opts.MaxBytes)
+	}
+	cfg := streamConfig(opts)
+	st, err := js.Stream(ctx, cfg.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("sessionstore: provision bucket %q: %w", opts.Bucket, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("sessionstore: provision bucket %q: %w", opts.Bucket, err)
+	}
+	cur := st.CachedInfo().Config
+	if cur.MaxBytes == cfg.MaxBytes && !cur.AllowRollup && cur.DenyPurge {
+		return nil
+	}
+	// An older bucket (made as a plain KV with subject delete markers) is
+	// hardened in place; the server refuses what it cannot change.
+	upd := cur
+	upd.MaxBytes, upd.AllowRollup, upd.DenyPurge, upd.DenyDelete, upd.AllowMsgTTL = cfg.MaxBytes, false, true, true, true
+	upd.SubjectDeleteMarkerTTL = 0
+	if _, err := js.UpdateStream(ctx, upd); err != nil {
+		return fmt.Errorf("sessionstore: provision bucket %q: update limits and hardening: %w", opts.Bucket, err)
+	}
+	return nil
+}
+
+// attach returns the bucket: an existing one as it is (an edge may not
+// change it), or, when it does not exist, one made by Provision with
+// opts' replicas (a client with full rights, a fleet without a controller
+// provisioning). A client that may not create it waits for it until ctx
+// ends.
+func attach(ctx context.Context, js jetstream.JetStream, opts Options) (jetstream.KeyValue, error) {
+	for {
+		kv, err := js.KeyValue(ctx, opts.Bucket)
+		if err == nil {
+			return kv, nil
+		}
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		perr := Provision(cctx, js, &ProvisionOptions{Bucket: opts.Bucket, Replicas: opts.Replicas})
+		cancel()
+		if perr == nil || errors.Is(perr, jetstream.ErrStreamNameAlreadyInUse) {
+			continue
+		}
+		var api *jetstream.APIError
+		if errors.As(perr, &api) {
+			// The server refused the bucket (bad replicas, no storage):
+			// waiting does not help. A create the client may not make is
+			// not answered at all and ends in a timeout instead.
+			return nil, perr
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waiting for the bucket; creating it: %v)", ctx.Err(), perr)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// deleteMarker is the KV delete of id as a publish, so that the marker
+// carries a TTL and expires: KeyValue.Delete sends none, and Purge is a
+// roll-up, which the bucket refuses.
+func (s *Store) deleteMarker(ctx context.Context, id string) error {
+	m := &nats.Msg{Subject: s.subject + id, Header: nats.Header{"KV-Operation": []string{"DEL"}}}
+	_, err := s.js.PublishMsg(ctx, m, jetstream.WithMsgTTL(markerTTL), jetstream.WithExpectStream(s.stream))
+	return err
+}

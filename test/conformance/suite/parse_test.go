@@ -1,0 +1,173 @@
+package suite
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []Check
+		err      bool
+	}{
+		{name: "empty array", in: `[]`, want: nil},
+		{name: "one check", in: `[{"id":"ping","name":"Ping","description":"d","status":"SUCCESS","details":{"result":{}}}]`,
+			want: []Check{{ID: "ping", Name: "Ping", Description: "d", Status: "SUCCESS", Details: `{"result":{}}`}}},
+		{name: "newlines flattened", in: `[{"id":"x","status":"FAILURE","errorMessage":"a\n  b"}]`,
+			want: []Check{{ID: "x", Status: "FAILURE", ErrorMessage: "a b"}}},
+		{name: "object", in: `{"id":"x"}`, err: true},
+		{name: "trailing data", in: `[] []`, err: true},
+		{name: "truncated", in: `[{"id":"x"`, err: true},
+		{name: "not json", in: `oops`, err: true},
+		{name: "wrong type", in: `[{"id":1}]`, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseChecks([]byte(tc.in))
+			if tc.err {
+				if !errors.Is(err, ErrBadChecks) {
+					t.Fatalf("err %v, want ErrBadChecks", err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseChecksBounds(t *testing.T) {
+	many := "[" + strings.Repeat(`{"id":"x"},`, MaxChecks) + `{"id":"x"}]`
+	if _, err := ParseChecks([]byte(many)); !errors.Is(err, ErrBadChecks) {
+		t.Fatalf("%d checks: %v", MaxChecks+1, err)
+	}
+	if _, err := ParseChecks(make([]byte, MaxChecksBytes+1)); !errors.Is(err, ErrBadChecks) {
+		t.Fatalf("too large: %v", err)
+	}
+	long := strings.Repeat("é", MaxText)
+	got, err := ParseChecks([]byte(`[{"errorMessage":"` + long + `"}]`))
+	if err != nil || len(got[0].ErrorMessage) > MaxText+len("…") || !strings.HasSuffix(got[0].ErrorMessage, "…") {
+		t.Fatalf("long text: %d bytes, %v", len(got[0].ErrorMessage), err)
+	}
+}
+
+const listOut = `Running active suite (3 scenarios) against http://127.0.0.1:1/mcp
+
+=== Running scenario: server-initialize ===
+Running client scenario 'server-initialize' against server: http://127.0.0.1:1/mcp
+=== Running scenario: ping ===
+=== Running scenario: tools-call-with-logging ===
+`
+
+func TestParseScenarioList(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		err      bool
+	}{
+		{name: "suite run", in: listOut, want: []string{"server-initialize", "ping", "tools-call-with-logging"}},
+		{name: "crlf", in: strings.ReplaceAll(listOut, "\n", "\r\n"), want: []string{"server-initialize", "ping", "tools-call-with-logging"}},
+		{name: "no header", in: "=== Running scenario: ping ===\n", err: true},
+		{name: "count mismatch", in: "Running active suite (2 scenarios) against u\n=== Running scenario: ping ===\n", err: true},
+		{name: "duplicate", in: "Running all suite (2 scenarios) against u\n=== Running scenario: ping ===\n=== Running scenario: ping ===\n", err: true},
+		{name: "bad name", in: "Running all suite (1 scenario) against u\n=== Running scenario: ../x ===\n", err: true},
+		{name: "huge count", in: "Running all suite (99999999999999999999 scenarios) against u\n", err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseScenarioList([]byte(tc.in))
+			if tc.err {
+				if !errors.Is(err, ErrBadList) {
+					t.Fatalf("err %v, want ErrBadList", err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseBaseline(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     Baseline
+		err      bool
+	}{
+		{name: "comments and blanks", in: "# c\n\nping  the edge   drops it\n", want: Baseline{"ping": "the edge drops it"}},
+		{name: "no reason", in: "ping\n", err: true},
+		{name: "twice", in: "ping a\nping b\n", err: true},
+		{name: "bad name", in: "Ping! a\n", err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseBaseline([]byte(tc.in))
+			if tc.err {
+				if !errors.Is(err, ErrBadBaseline) {
+					t.Fatalf("err %v, want ErrBadBaseline", err)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tc.want) || got["ping"] != tc.want["ping"] {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := ParseBaseline([]byte(strings.Repeat("\n", MaxBaselineLines+1))); !errors.Is(err, ErrBadBaseline) {
+		t.Fatalf("too many lines: %v", err)
+	}
+}
+
+func FuzzParseChecks(f *testing.F) {
+	f.Add([]byte(`[{"id":"ping","status":"SUCCESS","details":{"a":[1,2]}}]`))
+	f.Add([]byte(`[{"errorMessage":"x\n"}] `))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checks, err := ParseChecks(b)
+		if err != nil && !errors.Is(err, ErrBadChecks) {
+			t.Fatalf("unwrapped error %v", err)
+		}
+		if len(checks) > MaxChecks {
+			t.Fatalf("%d checks", len(checks))
+		}
+		for _, c := range checks {
+			if len(c.ErrorMessage) > MaxText+len("…") || len(c.Details) > MaxText+len("…") {
+				t.Fatalf("text not bounded: %d", len(c.ErrorMessage))
+			}
+		}
+	})
+}
+
+func FuzzParseScenarioList(f *testing.F) {
+	f.Add([]byte(listOut))
+	f.Add([]byte("Running x suite (0 scenarios) against \n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		names, err := ParseScenarioList(b)
+		if err != nil && !errors.Is(err, ErrBadList) {
+			t.Fatalf("unwrapped error %v", err)
+		}
+		for _, n := range names {
+			if !scenarioName.MatchString(n) {
+				t.Fatalf("bad name %q accepted", n)
+			}
+		}
+	})
+}
+
+func FuzzParseBaseline(f *testing.F) {
+	f.Add([]byte("# c\nping reason\n"))
+	f.Add([]byte("a b\na c\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		base, err := ParseBaseline(b)
+		if err != nil && !errors.Is(err, ErrBadBaseline) {
+			t.Fatalf("unwrapped error %v", err)
+		}
+		for n, r := range base {
+			if !scenarioName.MatchString(n) || r == "" {
+				t.Fatalf("accepted %q %q", n, r)
+			}
+		}
+	})
+}

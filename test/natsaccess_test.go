@@ -1,0 +1,428 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
+)
+
+// asyncErrors collects a connection's asynchronous errors (permission
+// refusals arrive there).
+type asyncErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (a *asyncErrors) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	a.mu.Lock()
+	a.errs = append(a.errs, err.Error())
+	a.mu.Unlock()
+}
+
+func (a *asyncErrors) text() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return strings.Join(a.errs, "\n")
+}
+
+// connectAs connects with access and returns a JetStream client; extra
+// adds options.
+func connectAs(t *testing.T, url string, access natsnode.Access, extra ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	opts, err := access.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, append(opts, extra...)...)
+	if err != nil {
+		t.Fatalf("connect with %+v: %v", access, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// provisionFleet is what the controller does at start on its own
+// connection: the event log with a few events and a snapshot, the session
+// bucket, the call trail and the leader bucket.
+func provisionFleet(t *testing.T, ctx context.Context, js jetstream.JetStream) *events.Log {
+	t.Helper()
+	lg, err := events.OpenLog(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sessionstore.Provision(ctx, js, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := calltrail.Provision(ctx, js, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsnode.LeaderBucket}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := events.NewWriter(ctx, lg, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := events.NewState()
+	fleetEvents := []*eventspb.Event{
+		events.NewBackendAdded(time.Now(), "default", "alpha", events.BackendConfig{URL: "http://127.0.0.1:1/mcp"}),
+		events.NewHealthChanged(time.Now(), "default", "alpha", "unknown", "healthy", true, "probe succeeded"),
+	}
+	for i, ev := range fleetEvents {
+		if _, err := w.Publish(ctx, ev, fmt.Sprintf("e%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if s, err = events.Apply(s, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lg.SaveSnapshot(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	return lg
+}
+
+// The embedded node's edge user against a real server: everything an edge
+// does works through the edge's own code paths (the event log reader,
+// the snapshot, the session store, the call trail), and everything else
+// is refused: publishing an event, the leader lease, purging or rolling up
+// the session bucket, purging the call trail, deleting streams, reading
+// another client's inbox. A client without credentials is refused.
+func TestRegionAccessEdgePermissions(t *testing.T) {
+	dir := t.TempDir()
+	node, err := natsnode.Start(&natsnode.Options{DataDir: dir, Listen: "127.0.0.1:0", Auth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if node.Running() {
+			node.Shutdown()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Seeds: 0600 in a 0700 dir, the same after a restart.
+	seed := node.EdgeSeed()
+	if seed != filepath.Join(dir, "edge.seed") {
+		t.Fatalf("edge seed at %s", seed)
+	}
+	for path, want := range map[string]os.FileMode{seed: 0o600, node.ControllerSeed(): 0o600, dir: 0o700} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Fatalf("%s: %v mode %v, want %v", path, err, fi.Mode().Perm(), want)
+		}
+	}
+	before, _ := os.ReadFile(seed)
+	if err := node.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(seed); string(after) != string(before) {
+		t.Fatal("the edge seed changed across a restart")
+	}
+
+	// No credentials, or an unknown nkey: refused.
+	if nc, err := nats.Connect(node.ClientURL()); err == nil {
+		nc.Close()
+		t.Fatal("a client without credentials connected")
+	} else if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("unauthenticated connect: %v, want an authorization violation", err)
+	}
+	stranger := filepath.Join(t.TempDir(), "stranger.seed")
+	if _, err := natsnode.PublicKey(stranger); err == nil {
+		t.Fatal("a missing seed file has a key")
+	}
+	strangerNode, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Auth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := nats.Connect(node.ClientURL(), must(natsnode.Access{NkeySeed: strangerNode.EdgeSeed()}.Options())...); err == nil {
+		nc.Close()
+		t.Fatal("another node's edge seed connected")
+	}
+	strangerNode.Shutdown()
+
+	_, jsCtl := connectAs(t, node.ClientURL(), node.ControllerAccess())
+	provisionFleet(t, ctx, jsCtl)
+
+	var async asyncErrors
+	nc, js := connectAs(t, node.ClientURL(), node.EdgeAccess(), nats.ErrorHandler(async.handler))
+
+	// Follow the event log from its snapshot, as an edge does.
+	lg, err := events.AttachLog(ctx, js, nil)
+	if err != nil {
+		t.Fatalf("attach the event log as the edge: %v", err)
+	}
+	if s, err := lg.LoadSnapshot(ctx); err != nil || s == nil || s.Generation != 2 {
+		t.Fatalf("snapshot as the edge: %v, %v", s, err)
+	}
+	r := events.NewReader(lg, nil)
+	rctx, rcancel := context.WithCancel(ctx)
+	rdone := make(chan error, 1)
+	go func() { rdone <- r.Run(rctx) }()
+	if err := r.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := r.State().Backend("default", "alpha"); b == nil || !b.Advertisable {
+		t.Fatalf("the edge's state = %+v", r.State())
+	}
+	if s, err := lg.Replay(ctx, 1, nil); err != nil || s.Generation != 1 {
+		t.Fatalf("replay (audit) as the edge: %v %v", s, err)
+	}
+
+	// Session records: create, read, update, touch, delete.
+	store, err := sessionstore.Open(ctx, js, nil)
+	if err != nil {
+		t.Fatalf("open the session store as the edge: %v", err)
+	}
+	rec := &sessionstore.Record{ID: "sess-0001-abcdef", Group: "default", Mode: sessionstore.ModePassthrough,
+		ProtocolVersion: "2025-06-18", CreatedAt: time.Now(), LastSeen: time.Now()}
+	rev, err := store.Create(ctx, rec)
+	if err != nil {
+		t.Fatalf("create a session record: %v", err)
+	}
+	if _, _, err := store.Get(ctx, rec.ID); err != nil {
+		t.Fatalf("get a session record: %v", err)
+	}
+	rec.AppliedGeneration = 2
+	if rev, err = store.Update(ctx, rec, rev); err != nil {
+		t.Fatalf("update a session record: %v", err)
+	}
+	if _, _, err := store.Touch(ctx, rec, rev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("touch a session record: %v", err)
+	}
+	if err := store.Delete(ctx, rec.ID); err != nil {
+		t.Fatalf("delete a session record: %v", err)
+	}
+	if _, err := store.Create(ctx, rec); err != nil {
+		t.Fatalf("create a deleted session again: %v", err)
+	}
+	other := *rec
+	other.ID = "sess-0002-abcdef"
+	if _, err := store.Create(ctx, &other); err != nil {
+		t.Fatal(err)
+	}
+
+	// The call trail.
+	trail, err := calltrail.Open(ctx, js, nil)
+	if err != nil {
+		t.Fatalf("open the call trail as the edge: %v", err)
+	}
+	tctx, tcancel := context.WithCancel(ctx)
+	tdone := make(chan error, 1)
+	go func() { tdone <- trail.Run(tctx) }()
+	trail.Record(calltrail.Entry{Group: "default", Edge: "e1", SessionID: rec.ID, Tool: "alpha_echo", Backend: "alpha"})
+	calls, err := jsCtl.Stream(ctx, natsnode.CallStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the call trail entry stored", func() bool {
+		info, err := calls.Info(ctx)
+		return err == nil && info.State.Msgs == 1
+	})
+	tcancel()
+	<-tdone
+
+	// Refused.
+	evStream, _ := jsCtl.Stream(ctx, natsnode.EventStream)
+	sessions, _ := jsCtl.Stream(ctx, "KV_"+natsnode.SessionBucket)
+	count := func(st jetstream.Stream) uint64 {
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	evBefore, sessBefore := count(evStream), count(sessions)
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	forged := events.NewBackendAdded(time.Now(), "default", "evil", events.BackendConfig{URL: "http://attacker/mcp"})
+	data, _ := events.Encode(forged)
+	refusals := map[string]error{}
+	_, refusals["publish an event (JetStream)"] = js.Publish(short(), "fleetgate.events.default.evil", data)
+	if err := nc.Publish("fleetgate.events.default.evil", data); err != nil {
+		t.Fatal(err)
+	}
+	_, refusals["write the leader lease"] = js.Publish(short(), "$KV."+natsnode.LeaderBucket+"."+"controller", []byte("edge"))
+	_, refusals["open the leader bucket"] = js.KeyValue(short(), natsnode.LeaderBucket)
+	edgeSessions, err := js.Stream(ctx, "KV_"+natsnode.SessionBucket) // stream info is allowed
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals["purge the session bucket"] = edgeSessions.Purge(short())
+	roll := &nats.Msg{Subject: "$KV." + natsnode.SessionBucket + ".zzzzzzzz", Header: nats.Header{"Nats-Rollup": []string{"all"}}}
+	_, refusals["roll up the session bucket"] = js.PublishMsg(short(), roll)
+	kv, err := js.KeyValue(ctx, natsnode.SessionBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals["purge a session key (roll-up)"] = kv.Purge(short(), other.ID)
+	edgeCalls, err := js.Stream(ctx, natsnode.CallStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals["purge the call trail"] = edgeCalls.Purge(short())
+	refusals["delete the call trail"] = js.DeleteStream(short(), natsnode.CallStream)
+	refusals["delete the event stream"] = js.DeleteStream(short(), natsnode.EventStream)
+	refusals["delete the session bucket"] = js.DeleteKeyValue(short(), natsnode.SessionBucket)
+	_, refusals["create a stream"] = js.CreateStream(short(), jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}})
+	for what, err := range refusals {
+		if err == nil {
+			t.Errorf("the edge may %s", what)
+		} else {
+			t.Logf("refused: %s: %v", what, err)
+		}
+	}
+	// Another client's replies: the default inbox and another user's.
+	for _, subj := range []string{"_INBOX.>", "_INBOX_other.>", ">"} {
+		sub, err := nc.SubscribeSync(subj)
+		if err != nil {
+			continue
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "subscription to "+subj+" refused", func() bool {
+			return strings.Contains(async.text(), fmt.Sprintf("Subscription to %q", subj))
+		})
+		sub.Unsubscribe()
+	}
+	if n := count(evStream); n != evBefore {
+		t.Errorf("event stream went from %d to %d messages: the edge published events", evBefore, n)
+	}
+	if n := count(sessions); n < sessBefore {
+		t.Errorf("session bucket went from %d to %d messages: a roll-up or purge went through", sessBefore, n)
+	}
+	if _, _, err := store.Get(ctx, other.ID); err != nil {
+		t.Errorf("a session record was lost to the refused writes: %v", err)
+	}
+	for _, subj := range []string{"fleetgate.events.default.evil", "$JS.API.STREAM.PURGE.KV_fleetgate_sessions",
+		"$JS.API.STREAM.PURGE.FLEETGATE_CALLS", "$JS.API.STREAM.DELETE.FLEETGATE_EVENTS", "$KV.fleetgate_leader.controller"} {
+		if !strings.Contains(async.text(), fmt.Sprintf("Publish to %q", subj)) {
+			t.Errorf("no permission violation for a publish to %s; async errors:\n%s", subj, async.text())
+		}
+	}
+	rcancel()
+	<-rdone
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// The processes as `make run` starts them: the controller with its
+// embedded NATS (authenticated), an edge with only the edge seed serving
+// a backend's tools (sessions and call trail on) with no permission
+// refused, and `controller audit` with the same seed.
+func TestRegionAccessProcesses(t *testing.T) {
+	alpha := startBackend(t, "alpha", nil)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(cfg, []byte(fleetYAML(200*time.Millisecond, 100*time.Millisecond, alpha)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	natsAddr := freeAddr(t)
+	dataDir := filepath.Join(dir, "controller")
+	ctlAdmin := freeAddr(t)
+	ctl := startLoggedProc(t, "controller", nil, "--config", cfg, "--data-dir", dataDir, "--nats-listen", natsAddr,
+		"--admin-listen", ctlAdmin, "--id", "c1", "--lease-ttl", "1s", "--log-format", "json")
+	seed := filepath.Join(dataDir, "nats", "edge.seed")
+	eventually(t, 30*time.Second, "the edge seed written", func() bool { _, err := os.Stat(seed); return err == nil })
+	// The controller provisions the session bucket and the call trail
+	// before it is ready; an edge started earlier would try to create
+	// them itself, which its user may not.
+	eventually(t, 30*time.Second, "the controller ready", func() bool {
+		resp, err := http.Get("http://" + ctlAdmin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	natsURL := "nats://" + natsAddr
+
+	listen, admin := freeAddr(t), freeAddr(t)
+	edgeProc := startLoggedProc(t, "edge", []string{"FLEETGATE_NATS_NKEY_SEED=" + seed}, "--nats-url", natsURL,
+		"--listen", listen, "--admin-listen", admin, "--id", "e1", "--log-format", "json")
+	waitEdgeReady(t, admin)
+	cl := connectMCP(t, "http://"+listen+"/mcp", "2025-11-25")
+	eventually(t, 20*time.Second, "alpha's tools on the edge", func() bool { return slicesContains(cl.tools(t), "alpha_echo") })
+	res, err := cl.call("alpha_echo", map[string]any{"text": "hi"})
+	if err != nil || res.IsError || text(res) != "alpha: hi" {
+		t.Fatalf("call through the authenticated edge: %v %+v", err, res)
+	}
+
+	out, err := exec.Command(binary(t, "controller"), "audit", "state", "--generation", "1", "--nats-url", natsURL,
+		"--nats-nkey-seed", seed).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"alpha"`) {
+		t.Fatalf("audit with the edge seed: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary(t, "controller"), "audit", "state", "--generation", "1", "--nats-url", natsURL).CombinedOutput(); err == nil {
+		t.Fatalf("audit without credentials succeeded:\n%s", out)
+	}
+	// The edge's writes and reads all passed: its log names no refusal.
+	for name, p := range map[string]*loggedProc{"edge": edgeProc, "controller": ctl} {
+		if log := p.output(t); strings.Contains(strings.ToLower(log), "permissions violation") {
+			t.Errorf("%s log has a permission refusal:\n%s", name, log)
+		}
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// The README's server configuration lists exactly the permission set the
+// embedded node gives edges and the tests run.
+func TestRegionAccessREADMEPermissions(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "publish: { allow: [")
+	end := strings.Index(readme[start:], "] }")
+	if start < 0 || end < 0 {
+		t.Fatal("README has no edge publish allow list")
+	}
+	var listed []string
+	for _, line := range strings.Split(readme[start+len("publish: { allow: ["):start+end], "\n") {
+		if line = strings.Trim(strings.TrimSpace(line), `",`); line != "" {
+			listed = append(listed, line)
+		}
+	}
+	if want := natsnode.EdgePublish(); strings.Join(listed, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("README lists\n%s\nthe edge set is\n%s", strings.Join(listed, "\n"), strings.Join(want, "\n"))
+	}
+}
