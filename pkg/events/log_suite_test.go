@@ -242,6 +242,26 @@ func testReaderSnapshotAndTail(t *testing.T, f *fleet) {
 		t.Fatal("no change signal for a live event")
 	}
 	eventually(t, 30*time.Second, "generation 21", func() bool { return r.State().Generation == 21 })
+	// OnEvent runs before the state is published: a watcher woken by a
+	// state finds every event of it already noted (the edge takes event
+	// times for its latency this way).
+	for i := range 20 {
+		ch, unwatch := r.Watch()
+		publishN(t, ctx, l, 1, fmt.Sprintf("w%d", i))
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no change signal for live event %d", i)
+		}
+		g := r.State().Generation
+		mu.Lock()
+		last := seen[len(seen)-1]
+		mu.Unlock()
+		unwatch()
+		if last < g {
+			t.Fatalf("watcher saw generation %d before OnEvent noted it (last noted %d)", g, last)
+		}
+	}
 }
 
 func testReaderAcrossDisruption(t *testing.T, f *fleet) {
@@ -276,7 +296,11 @@ func testReaderAcrossDisruption(t *testing.T, f *fleet) {
 		if i == 100 {
 			eventually(t, 30*time.Second, "reader progress", func() bool { return r.State().Generation > 20 })
 			restore := f.disrupt(t)
-			time.AfterFunc(300*time.Millisecond, restore)
+			restored := make(chan struct{})
+			time.AfterFunc(300*time.Millisecond, func() { restore(); close(restored) })
+			// The node is back before the test ends, whether or not the
+			// relay had published everything before it went down.
+			defer func() { <-restored }()
 		}
 	}
 	eventually(t, 60*time.Second, "reader reaches the head", func() bool { return r.State().Generation == n })
@@ -309,7 +333,7 @@ func assertSameState(t *testing.T, got, want *State) {
 	for _, g := range want.GroupNames() {
 		for _, b := range want.Groups[g].BackendNames() {
 			gb, wb := got.Backend(g, b), want.Backend(g, b)
-			if gb == nil || gb.Status != wb.Status || gb.Generation != wb.Generation || gb.Config != wb.Config {
+			if gb == nil || gb.Status != wb.Status || gb.Generation != wb.Generation || !gb.Config.Equal(wb.Config) {
 				t.Fatalf("backend %s/%s: got %+v want %+v", g, b, gb, wb)
 			}
 		}

@@ -17,7 +17,9 @@ import (
 type ReaderOptions struct {
 	Metrics *Metrics
 	// OnEvent is called from the reader's goroutine after each event is
-	// applied, with the state that includes it. It must not block.
+	// applied, with the state that includes it, before that state is
+	// published: a watcher that sees the state finds what OnEvent noted
+	// of its events. It must not block.
 	OnEvent func(ev *eventspb.Event, s *State)
 	// OnError receives events that could not be decoded or applied and
 	// purge gaps; the reader carries on. It must not block.
@@ -184,11 +186,11 @@ func (r *Reader) follow(ctx context.Context) error {
 		if next == s {
 			return true, nil
 		}
-		r.publish(next)
-		r.opts.Metrics.appliedGeneration(seq, md.Timestamp, time.Now())
 		if r.opts.OnEvent != nil && ev != nil {
 			r.opts.OnEvent(ev, next)
 		}
+		r.publish(next)
+		r.opts.Metrics.appliedGeneration(seq, md.Timestamp, time.Now())
 		if md.NumPending == 0 {
 			r.markCaughtUp()
 		}
