@@ -238,6 +238,13 @@ func (b *Backend) Stop() {
 	if srv != nil {
 		_ = srv.Close()
 	}
+	// A killed process takes its MCP sessions with it: the server
+	// outlives its HTTP listener here (Restart serves it again), so the
+	// sessions its peers opened are closed too, each with the goroutine
+	// that reads for it.
+	for ss := range b.srv.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 // Restart starts the backend again on the address it had.

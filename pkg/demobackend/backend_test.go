@@ -97,3 +97,39 @@ func TestBackendNewProtocol(t *testing.T) {
 		b.Stop()
 	}
 }
+
+// Stop ends the MCP sessions of the server with its listener, as a killed
+// process does: none is left holding a goroutine across restarts.
+func TestBackendStopEndsSessions(t *testing.T) {
+	b := New("alpha", nil)
+	if err := b.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sessions := func() int {
+		n := 0
+		for range b.Server().Sessions() {
+			n++
+		}
+		return n
+	}
+	for range 2 {
+		c := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL(), MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if n := sessions(); n != 1 {
+			t.Fatalf("%d sessions on the server after one connect, want 1", n)
+		}
+		if err := b.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if n := sessions(); n != 0 {
+			t.Fatalf("%d sessions outlived a restart, want 0", n)
+		}
+	}
+}

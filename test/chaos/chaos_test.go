@@ -141,6 +141,11 @@ func TestChaos(t *testing.T) {
 		surv.proxies = append(surv.proxies, sps...)
 	}
 	surv.baseline = figuresOf(t, ctx, edges)
+	if ctlFigures := figuresOf(t, ctx, ctls); ctls[0].leading() {
+		surv.ctlBaseline.leading, surv.ctlBaseline.standby = ctlFigures[0], ctlFigures[1]
+	} else {
+		t.Fatal("ctl-a lost the lead before the schedule")
+	}
 	t.Logf("fleet up %s after the start", time.Since(t0).Round(time.Millisecond))
 	started := time.Now()
 	clients := connectAll(t, ctx, proxies, nSessions)

@@ -93,9 +93,16 @@ const clockSlack = time.Millisecond
 // health events' advertisable flips must be the scripted downs and ups, in
 // order (after the initial advertisement); an event repeating the previous
 // one's status is a duplicate; a flip nobody scripted is extra. Every
-// scripted tool change must have a later catalog event of that backend
-// with the tool present (added) or absent (removed), in order.
-// Generations must run 1, 2, 3 ... with none reused.
+// scripted tool change must have a catalog event of that backend with the
+// tool present (added) or absent (removed). Generations must run 1, 2, 3
+// ... with none reused.
+//
+// Each scripted transition is looked for in its own window: from when the
+// test began to cause it to when it began to cause the backend's next one
+// (every scripted state holds minHold, longer than detection plus a
+// failover, so its event must land inside). A missed transition is
+// reported as itself, and the ones after it are still matched against
+// their own events, not shifted onto the next flip of the same value.
 func checkAudit(t reporter, gt *groundTruth, evs []events.EventJSON) auditReport {
 	var r auditReport
 	r.generations = len(evs)
@@ -117,67 +124,34 @@ func checkAudit(t reporter, gt *groundTruth, evs []events.EventJSON) auditReport
 		r.injected++
 	}
 	for _, b := range []string{"b0", "b1", "b2"} {
-		var flips []events.EventJSON
-		var cats []events.EventJSON
-		var prev *events.HealthChangeJSON
-		for _, e := range evs {
-			if e.Backend != b {
-				continue
-			}
-			if e.Catalog != nil {
-				cats = append(cats, e)
-			}
-			if e.Health == nil {
-				continue
-			}
-			if prev != nil && prev.To == e.Health.To && prev.Advertisable == e.Health.Advertisable {
-				r.duplicated++
-				t.Errorf("%s: generation %d repeats status %s", b, e.Generation, e.Health.To)
-			}
-			if prev == nil || prev.Advertisable != e.Health.Advertisable {
-				flips = append(flips, e)
-			}
-			prev = e.Health
-		}
+		flips, cats := r.split(t, b, evs)
 		if len(flips) == 0 || !flips[0].Health.Advertisable {
 			t.Errorf("%s: no initial advertisement in the audit", b)
 		} else {
 			flips = flips[1:]
 		}
-		fi, ci := 0, 0
-		for _, tr := range byBackend[b] {
+		used := make([]bool, len(flips))
+		trs := byBackend[b]
+		for i, tr := range trs {
+			lo, hi := tr.at.Add(-clockSlack), time.Time{} // zero hi: no later transition
+			if i+1 < len(trs) {
+				hi = trs[i+1].at.Add(-clockSlack)
+			}
+			in := func(at time.Time) bool { return !at.Before(lo) && (hi.IsZero() || at.Before(hi)) }
 			switch tr.kind {
 			case "down", "up":
-				// The first flip to the scripted value at or after the
-				// script's time (the controller and this test share a
-				// clock); flips skipped on the way are extra.
 				want := tr.kind == "up"
-				k := fi
-				for k < len(flips) && (flips[k].Health.Advertisable != want || flips[k].Time.Before(tr.at.Add(-clockSlack))) {
-					k++
-				}
-				if k < len(flips) {
-					for _, e := range flips[fi:k] {
-						r.extra++
-						t.Logf("%s: unscripted flip at generation %d: %s -> %s (%s)", b, e.Generation, e.Health.From, e.Health.To, e.Health.Reason)
-					}
+				k := slices.IndexFunc(flips, func(e events.EventJSON) bool { return e.Health.Advertisable == want && in(e.Time) })
+				if k >= 0 && !used[k] {
+					used[k] = true
 					r.matched++
 					r.delays = append(r.delays, flips[k].Time.Sub(tr.at))
-					fi = k + 1
 				} else {
 					r.lost++
 					t.Errorf("%s: %s at %s (%s) is not in the audit", b, tr.kind, tr.at.Format(time.StampMilli), tr.how)
 				}
 			case "tools":
-				found := false
-				for ; ci < len(cats); ci++ {
-					if hasTool(cats[ci].Catalog.Tools, tr.tool) == tr.added && !cats[ci].Time.Before(tr.at.Add(-clockSlack)) {
-						found = true
-						ci++
-						break
-					}
-				}
-				if found {
+				if slices.ContainsFunc(cats, func(e events.EventJSON) bool { return hasTool(e.Catalog.Tools, tr.tool) == tr.added && in(e.Time) }) {
 					r.matched++
 				} else {
 					r.lost++
@@ -185,12 +159,41 @@ func checkAudit(t reporter, gt *groundTruth, evs []events.EventJSON) auditReport
 				}
 			}
 		}
-		r.extra += len(flips) - fi
-		for _, e := range flips[fi:] {
-			t.Logf("%s: unscripted flip at generation %d: %s -> %s (%s)", b, e.Generation, e.Health.From, e.Health.To, e.Health.Reason)
+		for k, e := range flips {
+			if !used[k] {
+				r.extra++
+				t.Logf("%s: unscripted flip at generation %d: %s -> %s (%s)", b, e.Generation, e.Health.From, e.Health.To, e.Health.Reason)
+			}
 		}
 	}
 	return r
+}
+
+// split returns backend b's advertisable flips (the first is its initial
+// advertisement) and catalog events, in log order, counting as duplicates
+// the health events that repeat the previous status.
+func (r *auditReport) split(t reporter, b string, evs []events.EventJSON) (flips, cats []events.EventJSON) {
+	var prev *events.HealthChangeJSON
+	for _, e := range evs {
+		if e.Backend != b {
+			continue
+		}
+		if e.Catalog != nil {
+			cats = append(cats, e)
+		}
+		if e.Health == nil {
+			continue
+		}
+		if prev != nil && prev.To == e.Health.To && prev.Advertisable == e.Health.Advertisable {
+			r.duplicated++
+			t.Errorf("%s: generation %d repeats status %s", b, e.Generation, e.Health.To)
+		}
+		if prev == nil || prev.Advertisable != e.Health.Advertisable {
+			flips = append(flips, e)
+		}
+		prev = e.Health
+	}
+	return flips, cats
 }
 
 func hasTool(tools []string, name string) bool {

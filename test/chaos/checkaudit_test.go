@@ -71,6 +71,42 @@ func TestCheckAudit(t *testing.T) {
 	}
 }
 
+// A missed transition is reported as itself: the later ones still match
+// their own events (a matcher taking the first later flip of the right
+// value would pair the lost down at 1 s with the down at 8.5 s and report
+// the later pair as lost instead).
+func TestCheckAuditNamesTheMissedTransition(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	health := func(gen uint64, s float64, b, to string, adv bool) events.EventJSON {
+		return events.EventJSON{Generation: gen, Time: at(s), Backend: b, Kind: "health_changed",
+			Health: &events.HealthChangeJSON{To: to, Advertisable: adv}}
+	}
+	gt := &groundTruth{trans: []transition{
+		{at: at(1), backend: "b0", kind: "down", how: "kill"}, {at: at(4), backend: "b0", kind: "up", how: "restart"},
+		{at: at(8), backend: "b0", kind: "down", how: "hang"}, {at: at(12), backend: "b0", kind: "up", how: "unhang"},
+	}}
+	evs := []events.EventJSON{
+		health(1, 0, "b0", "healthy", true), health(2, 0, "b1", "healthy", true), health(3, 0, "b2", "healthy", true),
+		health(4, 8.5, "b0", "unhealthy", false), health(5, 12.5, "b0", "healthy", true),
+	}
+	rec := &recorder{}
+	got := checkAudit(rec, gt, evs)
+	if got.matched != 2 || got.lost != 2 || got.extra != 0 {
+		t.Errorf("report %+v, want 2 matched, 2 lost, 0 extra", got)
+	}
+	if len(got.delays) != 2 || got.delays[0] != 500*time.Millisecond || got.delays[1] != 500*time.Millisecond {
+		t.Errorf("delays %v, want the 8.5 s and 12.5 s events matched to 8 s and 12 s", got.delays)
+	}
+	want := []string{
+		"b0: down at " + at(1).Format(time.StampMilli) + " (kill) is not in the audit",
+		"b0: up at " + at(4).Format(time.StampMilli) + " (restart) is not in the audit",
+	}
+	if !reflect.DeepEqual(rec.errors, want) {
+		t.Errorf("errors %q, want %q", rec.errors, want)
+	}
+}
+
 type recorder struct{ errors []string }
 
 func (r *recorder) Errorf(format string, args ...any) {

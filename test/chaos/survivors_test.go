@@ -25,8 +25,9 @@ import (
 // check itself. A goroutine left per session would be hundreds.
 const goroutineSlack = 20
 
-// edgeFigures are an edge's goroutines and live sessions, from /metrics
-// (go_goroutines, and fleetgate_edge_sessions summed over its kinds).
+// edgeFigures are a process's goroutines and, of an edge, its live
+// sessions, from /metrics (go_goroutines, and fleetgate_edge_sessions
+// summed over its kinds).
 type edgeFigures struct {
 	goroutines, sessions int
 }
@@ -98,6 +99,12 @@ type survivors struct {
 	// baseline is each edge's figures before any session connected;
 	// loaded is them at the schedule's end.
 	baseline, loaded []edgeFigures
+	// ctlBaseline is the goroutines of the leading and of the standby
+	// controller before the schedule: every controller running at the end
+	// (restarted ones too) is held to the baseline of the role it has
+	// then, so that a prober, relay or watcher left behind by a change of
+	// leader shows.
+	ctlBaseline struct{ leading, standby edgeFigures }
 }
 
 // shutDown brings every backend back up, closes the client sessions,
@@ -140,12 +147,37 @@ func (s *survivors) shutDown(t *testing.T) string {
 	if !back {
 		t.Errorf("an edge did not return to its baseline within 30s after its sessions closed: %v", last)
 	}
+	ctlAfter := make([]string, len(s.ctls))
+	back = poll(t.Context(), 30*time.Second, func() bool {
+		last = nil
+		for i, c := range s.ctls {
+			f, err := readEdgeFigures(c)
+			if err != nil {
+				last = err
+				return false
+			}
+			role, base := "standby", s.ctlBaseline.standby
+			if c.leading() {
+				role, base = "leading", s.ctlBaseline.leading
+			}
+			ctlAfter[i] = fmt.Sprintf("%s (%s) goroutines %d/%d", c.name, role, base.goroutines, f.goroutines)
+			if f.goroutines > base.goroutines+goroutineSlack {
+				last = fmt.Errorf("%s, %s: %d goroutines (baseline of the role %d)", c.name, role, f.goroutines, base.goroutines)
+				return false
+			}
+		}
+		return true
+	})
+	if !back {
+		t.Errorf("a controller did not return to the goroutines of its role within 30s: %v", last)
+	}
 	var parts []string
 	for i, e := range s.edges {
 		parts = append(parts, fmt.Sprintf("%s goroutines %d/%d/%d sessions %d/%d/%d", e.name,
 			s.baseline[i].goroutines, s.loaded[i].goroutines, after[i].goroutines,
 			s.baseline[i].sessions, s.loaded[i].sessions, after[i].sessions))
 	}
+	parts = append(parts, ctlAfter...)
 
 	var wg sync.WaitGroup
 	for _, p := range append(append([]*proc(nil), s.edges...), s.ctls...) {
@@ -169,14 +201,7 @@ func (s *survivors) shutDown(t *testing.T) string {
 		s.cluster.stop(i)
 	}
 	for _, b := range s.backends {
-		b.Stop()
-		// A killed process takes its MCP sessions with it; the demo
-		// backend's Stop closes only its listener and connections, so
-		// the sessions its peers opened (every run of it since the
-		// start, each with a goroutine reading for it) are closed here.
-		for ss := range b.Server().Sessions() {
-			_ = ss.Close()
-		}
+		b.Stop() // its MCP sessions too, as a killed process's
 	}
 	// No option ignores a library's goroutine: once the fleet is shut
 	// down, none is left, and any would be a finding.
