@@ -168,4 +168,3 @@ func TestListenMatchesGoSDK(t *testing.T) {
 		}
 	}
 }
-
