@@ -2,6 +2,7 @@ package edge
 
 import (
 	"encoding/json"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
 	"slices"
 	"strings"
@@ -55,13 +56,7 @@ type ViewInfo struct {
 
 // Sessions returns the live sessions sorted by id.
 func (e *Edge) Sessions() []SessionInfo {
-	e.mu.Lock()
-	all := make([]*session, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		all = append(all, s)
-	}
-	cur := e.cur
-	e.mu.Unlock()
+	all, cur := e.reg.Snapshot()
 	out := make([]SessionInfo, 0, len(all))
 	for _, s := range all {
 		out = append(out, e.info(s, cur))
@@ -70,28 +65,24 @@ func (e *Edge) Sessions() []SessionInfo {
 	return out
 }
 
-func (e *Edge) info(s *session, cur *view.Served) SessionInfo {
-	s.mu.Lock()
-	ap := s.applied
-	s.mu.Unlock()
+func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
+	ap := s.Served()
 	gen, regions := ap.Gen, ap.Regions
 	target := e.confirmedVector()
 	if ap == cur {
 		gen = max(gen, e.confirmed.Load())
 		regions = target
 	}
-	s.rec.mu.Lock()
-	conv := s.rec.rec.Convergence
-	s.rec.mu.Unlock()
+	conv := s.Record().Convergence()
 	verdict, reason := convergence.Explain(conv)
 	if target != nil {
 		// A view merged from regional logs: converged only when it
 		// reflects every region's generation the edge has confirmed.
 		verdict, reason = region.Verdict(verdict, reason, regions, target)
 	}
-	return SessionInfo{ID: s.id, Kind: s.kind, ProtocolVersion: s.protocolVersion(), AppliedGeneration: gen,
+	return SessionInfo{ID: s.ID(), Kind: s.Kind(), ProtocolVersion: s.ProtocolVersion(), AppliedGeneration: gen,
 		AppliedRegions: regions, Digest: ap.Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
-		Created: time.Unix(0, s.created), Tools: len(ap.Tools), Edge: e.opts.ID}
+		Created: s.Created(), Tools: len(ap.Tools), Edge: e.opts.ID}
 }
 
 // confirmedVector is the regional vector of the confirmed state (nil on
@@ -130,7 +121,7 @@ func (e *Edge) adminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, e.Sessions())
 	})
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s := e.lookup(r.PathValue("id"))
+		s := e.reg.Lookup(r.PathValue("id"))
 		if s == nil {
 			if info, ok := e.storedInfo(r.Context(), r.PathValue("id")); ok {
 				writeJSON(w, http.StatusOK, info)
@@ -140,9 +131,7 @@ func (e *Edge) adminHandler() http.Handler {
 			return
 		}
 		info := e.info(s, e.current())
-		s.rec.mu.Lock()
-		conv := s.rec.rec.Convergence
-		s.rec.mu.Unlock()
+		conv := s.Record().Convergence()
 		info.Convergence = &conv
 		writeJSON(w, http.StatusOK, info)
 	})

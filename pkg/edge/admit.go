@@ -51,9 +51,7 @@ func tokenUserID(r *http.Request) string {
 // sessionCounts returns the sessions this edge holds and, of those, the
 // ones of identity ident.
 func (e *Edge) sessionCounts(ident string) (all, mine int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.sessions), e.byIdentity[ident]
+	return e.reg.Counts(ident)
 }
 
 // gateRequest is the gate's view of r with its body (already read).

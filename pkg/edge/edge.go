@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/records"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"golang.org/x/sync/singleflight"
 	"log/slog"
 	"net"
 	"net/http"
@@ -196,8 +199,9 @@ type Edge struct {
 
 	mcpLn, adminLn net.Listener
 
-	recs    *recorder    // nil without Options.Records
-	posting atomic.Int64 // session POSTs in progress, their responses included
+	recs    *records.Recorder  // nil without Options.Records
+	flights singleflight.Group // rebuilds of sessions from their records, by id and owner
+	posting atomic.Int64       // session POSTs in progress, their responses included
 
 	// bearer verifies tokens (nil without Options.Auth); pol is the tool
 	// policy of the generation applied (nil: none, everything allowed),
@@ -224,7 +228,6 @@ type Edge struct {
 	// confirmed names (nil on one log).
 	confirmedRegions atomic.Pointer[map[string]uint64]
 	ready            atomic.Bool
-	closing          atomic.Bool  // shutdown began: no stream attaches any more
 	inflight         atomic.Int64 // forwarded calls in progress
 	tracer           trace.Tracer // trace.go; traced: it records or propagates
 	traced           bool
@@ -235,23 +238,19 @@ type Edge struct {
 
 	adm *admitter // the admission gate (admit.go)
 
-	mu         sync.Mutex
-	cur        *view.Served
-	sessions   map[string]*session
-	byIdentity map[string]int // sessions per identity ("" anonymous)
-	shared     *session       // answers 2026-07-28 requests other than listen
+	// reg holds the sessions and the view they are given (package
+	// session); shared answers 2026-07-28 requests other than listen.
+	reg    *session.Registry
+	shared *session.Session
 
 	evMu      sync.Mutex
 	evTimes   []eventTime  // events of the group not yet in a batch
 	evTraces  []eventTrace // their trace contexts, when traced (trace.go)
 	lastGroup *events.Group
 
-	wg sync.WaitGroup // session closes, stream attachments and call lanes
-	// holdMu and released order the hijacking handlers' wg.Add (hold)
-	// before Run's last wg.Wait: a handler the server's Close left running
-	// may come to hijack after it.
-	holdMu   sync.Mutex
-	released bool
+	// hj owns what runs off the request goroutines: taken-over streams,
+	// call lanes, session closes; Run waits for it last.
+	hj *h1.Hijacks
 
 	// Call lanes (lane.go).
 	handback  *laneHandback
@@ -283,7 +282,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		return nil, fmt.Errorf("edge: mode %q: want %q or %q", opts.Mode, ModePassthrough, ModeOptimizer)
 	}
 	e := &Edge{opts: opts, log: opts.Logger.With().Str("edge", opts.ID).Str("group", opts.Group).Logger(),
-		slog: slog.New(slog.DiscardHandler), sessions: map[string]*session{}, byIdentity: map[string]int{}}
+		slog: slog.New(slog.DiscardHandler), hj: &h1.Hijacks{}}
 	e.m = newMetrics(opts.Registry)
 	e.adm = newAdmitter(&opts.Limits, opts.Registry)
 	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
@@ -302,7 +301,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.opt = newOptimizerMetrics(opts.Registry)
 		e.empty.Index = view.NewIndex(e.empty, opts.PinnedTools, nil)
 	}
-	e.cur = e.empty
+	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
+		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.setTracing(opts.TracerProvider)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
@@ -328,14 +328,14 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 			return nil, err
 		}
 	}
-	if e.recs, err = newRecorder(e, opts.Records); err != nil {
+	if e.recs, err = e.openRecords(); err != nil {
 		e.mcpLn.Close()
 		e.adminLn.Close()
 		return nil, err
 	}
 	e.handback, e.lanes = newLaneHandback(e.mcpLn.Addr()), map[*callLane]struct{}{}
-	e.shared = e.newSession("", kindStateless, "2026-07-28")
-	e.open(e.shared)
+	e.shared = e.newSession("", session.KindStateless, newProtocol, "")
+	e.reg.Open(e.shared)
 	return e, nil
 }
 
@@ -350,11 +350,7 @@ func (e *Edge) AdminURL() string { return "http://" + e.adminLn.Addr().String() 
 func (e *Edge) Ready() bool { return e.ready.Load() }
 
 // current is the served view.
-func (e *Edge) current() *view.Served {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.cur
-}
+func (e *Edge) current() *view.Served { return e.reg.Current() }
 
 // Run follows the event log and serves until ctx ends, then drains
 // in-flight calls (up to ShutdownTimeout), closes sessions and backend
@@ -386,7 +382,7 @@ func (e *Edge) Run(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() { e.follow(ctx, watch) })
-	wg.Go(func() { e.sweep(ctx, sweepEvery) })
+	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
 	stopRecords := e.startRecords()
 	serve(mcpSrv, h1.LimitListener(e.mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
 	serve(mcpSrv, e.handback, "mcp (call lanes given back)")
@@ -402,23 +398,8 @@ func (e *Edge) Run(ctx context.Context) error {
 	scancel()
 	_ = adminSrv.Close()
 	wg.Wait()
-	e.holdMu.Lock()
-	e.released = true
-	e.holdMu.Unlock()
-	e.wg.Wait()
+	e.hj.Wait()
 	return failed
-}
-
-// hold counts a hijacked connection's handling in e.wg; false once Run
-// stopped waiting for such (the connection is then not to be taken).
-func (e *Edge) hold() bool {
-	e.holdMu.Lock()
-	defer e.holdMu.Unlock()
-	if e.released {
-		return false
-	}
-	e.wg.Add(1)
-	return true
 }
 
 // shutdown stops accepting, waits for in-flight calls up to the deadline,
@@ -439,22 +420,20 @@ func (e *Edge) shutdown(srv *http.Server) {
 		}
 	}
 	tick.Stop()
-	e.closeLanes(true)    // a lane still writing to a client that does not read
-	e.closing.Store(true) // before the snapshot: see Edge.claim
+	e.closeLanes(true) // a lane still writing to a client that does not read
+	e.reg.Close()      // before the snapshot: see Session.Attach
 	// A session whose client stopped reading cannot finish closing until
 	// its connection is cut: close them all concurrently, then cut the
 	// connections that are left and wait for the closes to finish.
 	var closing sync.WaitGroup
-	closed := map[*session]bool{}
+	closed := map[*session.Session]bool{}
 	closeNew := func() {
-		e.mu.Lock()
-		for _, s := range e.sessions {
+		for _, s := range e.reg.All() {
 			if !closed[s] {
 				closed[s] = true
-				closing.Go(s.close)
+				closing.Go(s.Close)
 			}
 		}
-		e.mu.Unlock()
 	}
 	closeNew()
 	if err := <-done; err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"strings"
 	"sync"
 	"time"
@@ -18,17 +19,15 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
-const toolsChanged = "notifications/tools/list_changed"
-
 // evidence is the receiving middleware, outside Edge.receiving, that keeps
 // a session's record: the initialize it accepted, every tools/list page it
 // served (convergence evidence), and the tool-call audit trail.
-func (e *Edge) evidence(s *session) mcp.Middleware {
+func (e *Edge) evidence(s *session.Session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "initialize" { // the go-sdk's own params type: match the method
 				res, err := next(ctx, method, req)
-				if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && s.kind == kindSession {
+				if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && s.Kind() == session.KindSession {
 					e.initialized(s, req, ir)
 				}
 				return res, err
@@ -36,7 +35,7 @@ func (e *Edge) evidence(s *session) mcp.Middleware {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
 				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.kind != kindStateless && !e.opts.paths.noListEvidence {
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.Kind() != session.KindStateless && !e.opts.paths.noListEvidence {
 					cursor := ""
 					if r.Params != nil {
 						cursor = r.Params.Cursor
@@ -52,9 +51,9 @@ func (e *Edge) evidence(s *session) mcp.Middleware {
 
 // initialized starts the record of a session whose initialize the go-sdk
 // accepted (not of a replayed one: that record exists).
-func (e *Edge) initialized(s *session, r mcp.Request, ir *mcp.InitializeResult) {
+func (e *Edge) initialized(s *session.Session, r mcp.Request, ir *mcp.InitializeResult) {
 	if e.recs != nil {
-		if _, replay := e.recs.replaying.Load(s.id); replay {
+		if _, replay := e.recs.Replaying.Load(s.ID()); replay {
 			return
 		}
 	}
@@ -63,7 +62,7 @@ func (e *Edge) initialized(s *session, r mcp.Request, ir *mcp.InitializeResult) 
 	if e.recs == nil {
 		params = nil // only a stored record needs them (for a rebuild)
 	}
-	sv := s.served()
+	sv := s.Served()
 	conv := convergence.Record{
 		ProtocolVersion:   ir.ProtocolVersion,
 		ClientListChanged: clientListChanged,
@@ -143,8 +142,8 @@ func (e *Edge) currentDigest(sv *view.Served) string {
 }
 
 // listed records a tools/list page served to s.
-func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now time.Time) {
-	sv := s.served()
+func (e *Edge) listed(s *session.Session, cursor string, lr *mcp.ListToolsResult, now time.Time) {
+	sv := s.Served()
 	defs := e.digests.get(sv)
 	raws := make([]json.RawMessage, len(lr.Tools))
 	for i, t := range lr.Tools {
@@ -152,115 +151,79 @@ func (e *Edge) listed(s *session, cursor string, lr *mcp.ListToolsResult, now ti
 			raws[i], _ = json.Marshal(t)
 		}
 	}
-	st := &s.rec
-	st.mu.Lock()
-	conv := &st.rec.Convergence
-	if err := conv.ListPage(now, cursor, raws, lr.NextCursor, defs.digestOf); err != nil {
-		e.log.Warn().Err(err).Str("session", s.id).Msg("tools/list evidence")
+	holds, toConverged, observed, err := s.Record().Listed(now, cursor, raws, lr.NextCursor, defs.digestOf)
+	if err != nil {
+		e.log.Warn().Err(err).Str("session", s.ID()).Msg("tools/list evidence")
 	}
-	if t := conv.Traversal; t.Complete() && t.Break == "" {
-		st.rec.RegistryDigest = t.Digest // the client holds this list now
-		if t.Digest == conv.CurrentDigest {
-			// The client holds the current list: a tools list_changed still
-			// pending for this served value is moot.
-			s.mu.Lock() // s.rec.mu, then s.mu: never the other way round
-			if s.applied == sv {
-				s.pending &^= pendingTools
-			}
-			s.mu.Unlock()
-		}
+	if holds {
+		// The client holds the current list: a tools list_changed still
+		// pending for this served value is moot.
+		s.DropPendingTools(sv)
 	}
-	if d, ok := convergence.SignalToConverged(*conv); ok && conv.LastSignal.Seq != st.stc {
-		st.stc = conv.LastSignal.Seq
-		e.rm.signalToConverged.Observe(d.Seconds())
+	if observed {
+		e.rm.signalToConverged.Observe(toConverged.Seconds())
 	}
-	st.dirty = true
-	st.mu.Unlock()
-	e.recs.enqueue(s)
+	e.recs.Enqueue(s)
 }
 
-// signalling records, as s's evidence, the tools list_changed about to be
+// sessionObserver is what the sessions of e tell their evidence and
+// records (session.Observer).
+type sessionObserver struct{ e *Edge }
+
+// Signalling records, as s's evidence, the tools list_changed about to be
 // written to its stream (recorded before the write: a client may list
 // again before the write returns). The returned func takes it back when
 // the write fails.
-func (e *Edge) signalling(s *session) (undo func()) {
-	sv := s.served()
-	digest, gen := e.currentDigest(sv), e.generation(sv)
-	st := &s.rec
-	st.mu.Lock()
-	prevSignal, prevDigest := st.rec.Convergence.LastSignal, st.rec.RegistryDigest
-	st.rec.Convergence.SetCurrent(digest, gen)
-	st.rec.Convergence.CurrentRegions = e.regions(sv)
-	st.rec.Convergence.Signal(time.Now(), gen)
-	st.rec.RegistryDigest, st.rec.AppliedGeneration = digest, gen
-	st.dirty = true
-	st.mu.Unlock()
-	return func() {
-		st.mu.Lock()
-		st.rec.Convergence.LastSignal, st.rec.RegistryDigest = prevSignal, prevDigest
-		st.mu.Unlock()
+func (o sessionObserver) Signalling(s *session.Session) (undo func()) {
+	e := o.e
+	sv := s.Served()
+	return s.Record().Signalling(e.currentDigest(sv), e.generation(sv), e.regions(sv), time.Now())
+}
+
+// Signalled schedules the record write of the signal.
+func (o sessionObserver) Signalled(s *session.Session) { o.e.recs.Enqueue(s) }
+
+// StreamAttached records that s's client opened its standalone GET stream:
+// it listens for list_changed (see declaresToolsListChanged).
+func (o sessionObserver) StreamAttached(s *session.Session) {
+	if s.Record().StreamAttached() {
+		o.e.recs.Enqueue(s)
 	}
 }
 
-// streamAttached records that s's client opened its standalone GET stream:
-// it listens for list_changed (see declaresToolsListChanged).
-func (e *Edge) streamAttached(s *session) {
-	st := &s.rec
-	st.mu.Lock()
-	changed := !st.rec.Convergence.ClientListChanged
-	st.rec.ClientListChanged, st.rec.Convergence.ClientListChanged = true, true
-	if changed {
-		st.dirty = true
-	}
-	st.mu.Unlock()
-	if changed {
-		e.recs.enqueue(s)
-	}
+// Forgotten ends s's resource subscriptions.
+func (o sessionObserver) Forgotten(s *session.Session) { o.e.subs.drop(o.e, s) }
+
+// IdleEnded deletes the record of s, ended for idleness: it is over on
+// every edge, not left for another to rebuild.
+func (o sessionObserver) IdleEnded(s *session.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	o.e.recs.Deleted(ctx, s.ID(), s)
 }
 
 // viewApplied records a new view given to sessions (after a resync's
 // fan-out): the current digest and generation of their evidence.
-func (e *Edge) viewApplied(targets []*session, next *view.Served) {
+func (e *Edge) viewApplied(targets []*session.Session, next *view.Served) {
 	digest, gen := e.currentDigest(next), next.Gen
 	for _, s := range targets {
-		if s.kind == kindStateless {
+		if s.Kind() == session.KindStateless {
 			continue
 		}
-		st := &s.rec
-		st.mu.Lock()
-		st.rec.Convergence.SetCurrent(digest, gen)
-		st.rec.Convergence.CurrentRegions = next.Regions
-		st.rec.AppliedGeneration = gen
-		lag := convergence.GenerationLag(st.rec.Convergence)
-		st.dirty = true
-		st.mu.Unlock()
+		lag := s.Record().ViewApplied(digest, gen, next.Regions)
 		e.rm.generationLag.Observe(float64(lag))
-		e.recs.enqueue(s)
+		e.recs.Enqueue(s)
 	}
 }
 
 // adopt gives a rebuilt session its stored record. A view that changed
 // since the client last heard (its registry digest differs) is owed to it
 // as a list_changed.
-func (e *Edge) adopt(s *session, rec *sessionstore.Record, rev uint64, now time.Time) {
-	sv := s.served()
-	digest, gen := e.currentDigest(sv), e.generation(sv)
-	st := &s.rec
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.phase, st.rev, st.seen = phaseLive, rev, now
-	st.rec = *rec
-	st.rec.Edge = e.opts.ID
-	st.rec.AppliedGeneration = gen
-	st.rec.Convergence.SetCurrent(digest, gen)
-	st.rec.Convergence.CurrentRegions = e.regions(sv)
-	if rec.RegistryDigest != digest {
-		s.mu.Lock() // s.rec.mu, then s.mu: never the other way round
-		s.pending |= pendingTools
-		s.wakeLocked()
-		s.mu.Unlock()
+func (e *Edge) adopt(s *session.Session, rec *sessionstore.Record, rev uint64, now time.Time) {
+	sv := s.Served()
+	if s.Record().Adopt(rec, rev, now, e.opts.ID, e.currentDigest(sv), e.generation(sv), e.regions(sv)) {
+		s.OweTools()
 	}
-	st.dirty = true
 }
 
 // audit records call c, routed by rt, in the call trail: failure is why
@@ -269,11 +232,9 @@ func (e *Edge) audit(c toolCall, rt route, start time.Time, reply *backend.Reply
 	ent := calltrail.Entry{Time: start, Group: e.opts.Group, Edge: e.opts.ID, Tool: c.name,
 		BackendTool: rt.tool.Original, Backend: rt.tool.Backend, Generation: rt.gen,
 		Latency: time.Since(start), Outcome: calltrail.OutcomeOK, Arguments: c.args}
-	if c.s != nil && c.s.kind == kindSession {
-		ent.SessionID = c.s.id
-		c.s.rec.mu.Lock()
-		ent.OwnerHash = c.s.rec.rec.Owner
-		c.s.rec.mu.Unlock()
+	if c.s != nil && c.s.Kind() == session.KindSession {
+		ent.SessionID = c.s.ID()
+		ent.OwnerHash = c.s.Record().Owner()
 	} else {
 		ent.OwnerHash = sessionstore.OwnerHash(c.ident)
 	}

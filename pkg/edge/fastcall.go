@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"io"
 	"net/http"
 
@@ -33,9 +34,9 @@ import (
 // with Options.SessionTimeout (the go-sdk's idle timer is renewed only by
 // requests it serves). A notifications/cancelled naming a call answered
 // here cancels it and still goes on to the go-sdk, which ignores it.
-func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool {
-	if e.opts.Mode != ModePassthrough || e.opts.SessionTimeout != 0 || s.kind != kindSession ||
-		s.flags.Load() != flagBound|flagInitialized || !fastpath.SessionPostHeaders(r, s.protocolVersion()) {
+func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
+	if e.opts.Mode != ModePassthrough || e.opts.SessionTimeout != 0 || s.Kind() != session.KindSession ||
+		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
 		return false
 	}
 	var data []byte
@@ -64,20 +65,20 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 		return restore()
 	}
 	if msg.Method == "notifications/cancelled" {
-		if cancel, ok := e.fastCalls.Load(fastKey(s.id, msg.CancelID)); ok {
+		if cancel, ok := e.fastCalls.Load(fastKey(s.ID(), msg.CancelID)); ok {
 			cancel.(context.CancelFunc)()
 		}
 		return restore()
 	}
 	var ss *mcp.ServerSession
-	for x := range s.srv.Sessions() {
+	for x := range s.Server().Sessions() {
 		ss = x
 	}
 	if ss == nil { // ended: the go-sdk answers 404
 		return restore()
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	key := fastKey(s.id, msg.ID)
+	key := fastKey(s.ID(), msg.ID)
 	if _, dup := e.fastCalls.LoadOrStore(key, cancel); dup { // an id still in flight
 		cancel()
 		return restore()
@@ -130,7 +131,7 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session) bool
 // (Edge.evidence, then Edge.receiving).
 // later is where a call lane takes the backend bodies it closes after
 // answering (nil elsewhere).
-func (e *Edge) answerCall(ctx context.Context, s *session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
+func (e *Edge) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
 	return e.runCall(ctx, toolCall{s: s, ident: e.identityOf(req.GetExtra()), ti: tokenInfoOf(req.GetExtra()), name: req.Params.Name,
 		args: req.Params.Arguments, later: later, relay: e.relayFor(ctx, s, req.Session, nil)}), nil
 }

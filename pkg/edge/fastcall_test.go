@@ -3,6 +3,7 @@ package edge
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"io"
 	"net/http"
 	"reflect"
@@ -59,8 +60,8 @@ func readRPC(resp *http.Response) (ct string, data []byte, msg map[string]any, e
 func fastReady(t *testing.T, e *Edge, sid string) {
 	t.Helper()
 	eventually(t, 10*time.Second, "session initialized", func() bool {
-		s := e.lookup(sid)
-		return s != nil && s.flags.Load() == flagBound|flagInitialized
+		s := e.reg.Lookup(sid)
+		return s != nil && s.Flags() == session.FlagBound|session.FlagInitialized
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"math"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ var errInvalidArguments = errors.New("invalid arguments")
 // and call_tool. handled is false for every other request, and for every
 // request in passthrough mode. A tools/call of any other exposed name (a
 // pinned tool, or one a client remembers) is routed as in passthrough.
-func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res mcp.Result, handled bool, err error) {
+func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Request) (res mcp.Result, handled bool, err error) {
 	if e.opts.Mode != ModeOptimizer {
 		return nil, false, nil
 	}
@@ -34,7 +35,7 @@ func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res 
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		page, next, err := view.Paginate(e.visibleTo(s.served(), r.GetExtra()).Index.Advertised, cursor, func(t *mcp.Tool) string { return t.Name })
+		page, next, err := view.Paginate(e.visibleTo(s.Served(), r.GetExtra()).Index.Advertised, cursor, func(t *mcp.Tool) string { return t.Name })
 		if err != nil {
 			return nil, true, err
 		}
@@ -42,7 +43,7 @@ func (e *Edge) optimizer(ctx context.Context, s *session, req mcp.Request) (res 
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case FindToolName:
-			return e.findTool(e.visibleTo(s.served(), r.GetExtra()), r.Params.Arguments), true, nil
+			return e.findTool(e.visibleTo(s.Served(), r.GetExtra()), r.Params.Arguments), true, nil
 		case CallToolName:
 			res, err := e.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
@@ -138,7 +139,7 @@ func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err 
 // passthrough tools/call of it would be (Edge.runCall: same routing by the
 // current view, pool, timeout and metrics). A tool the current view does
 // not hold gets an isError result naming it.
-func (e *Edge) callMeta(ctx context.Context, s *session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
+func (e *Edge) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
 	ident, ti := e.identityOf(x), tokenInfoOf(x)
 	name, args, err := parseCallArgs(raw)
 	if err != nil {

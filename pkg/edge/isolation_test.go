@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"io"
 	"net"
 	"net/http"
@@ -63,11 +64,11 @@ func stuckHTTPClient(t *testing.T, url string) {
 // write to it blocks: the worst stuck client.
 func stalledPeer(t *testing.T, e *Edge) {
 	t.Helper()
-	s := e.newSession("stalled", kindListen, "2026-07-28")
-	e.open(s)
+	s := e.newSession("stalled", session.KindListen, "2026-07-28", "")
+	e.reg.Open(s)
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	if _, err := s.srv.Connect(ctx, st, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
+	if _, err := s.Server().Connect(ctx, st, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
 		InitializeParams:  &mcp.InitializeParams{ProtocolVersion: "2025-11-25", ClientInfo: &mcp.Implementation{Name: "stalled"}},
 		InitializedParams: &mcp.InitializedParams{}}}); err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func stalledPeer(t *testing.T, e *Edge) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { peer.Close() }) // runs before the edge's cleanup
-	e.track(s)
+	e.reg.Track(s)
 }
 
 // blockedWriter is a standalone stream's response whose writes block,
@@ -102,35 +103,35 @@ func (w *blockedWriter) Write(p []byte) (int, error) {
 
 // blockedStream opens a session-based session whose standalone stream
 // blocks on its first notification.
-func blockedStream(t *testing.T, e *Edge) *session {
+func blockedStream(t *testing.T, e *Edge) *session.Session {
 	t.Helper()
-	s := e.newSession("blocked", kindSession, "2025-11-25")
-	e.open(s)
+	s := e.newSession("blocked", session.KindSession, "2025-11-25", "")
+	e.reg.Open(s)
 	w := &blockedWriter{header: http.Header{}, release: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.serveStream(w, httptestGET(ctx), s)
+		s.ServeStream(w, httptestGET(ctx))
 	}()
-	t.Cleanup(func() { cancel(); close(w.release); <-done; e.forget(s) })
+	t.Cleanup(func() { cancel(); close(w.release); <-done; e.reg.Forget(s) })
 	eventually(t, 5*time.Second, "the blocked stream attached", func() bool { return w.writes.Load() == 1 })
 	return s
 }
 
 // stuckConnStream opens a session-based session whose taken-over stream
 // is one end of a net.Pipe nobody reads: its first write blocks.
-func stuckConnStream(t *testing.T, e *Edge) *session {
+func stuckConnStream(t *testing.T, e *Edge) *session.Session {
 	t.Helper()
-	s := e.newSession("stuck-conn", kindSession, "2025-11-25")
-	e.open(s)
+	s := e.newSession("stuck-conn", session.KindSession, "2025-11-25", "")
+	e.reg.Open(s)
 	server, client := net.Pipe()
-	st := &sessionStream{e: e, conn: server}
-	if code, msg := e.claim(s, st); code != 0 {
-		t.Fatalf("stream not attached: %d %s", code, msg)
+	head := append(session.StreamHead(), session.Chunk([]byte(": ok\n\n"))...)
+	go func() { _, _ = io.ReadFull(client, make([]byte, len(head))) }() // the head, then nothing
+	if !s.Attach(server, head, nil) {
+		t.Fatal("stream not attached")
 	}
-	e.startConn(s, st)
-	t.Cleanup(func() { client.Close(); e.forget(s) })
+	t.Cleanup(func() { client.Close(); e.reg.Forget(s) })
 	return s
 }
 
@@ -173,12 +174,9 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 	// being written (at least once each in four rounds), and the blocked
 	// streams still owe one.
 	eventually(t, 10*time.Second, "skipped notifications", func() bool { return testutil.ToFloat64(e.m.notifyDropped) >= 3 })
-	for _, s := range []*session{blocked, stuck} {
-		s.mu.Lock()
-		pending := s.pending
-		s.mu.Unlock()
-		if pending&pendingTools == 0 {
-			t.Fatalf("%s stream: pending %b, want the tools notification still owed", s.id, pending)
+	for _, s := range []*session.Session{blocked, stuck} {
+		if pending := s.Pending(); pending&session.PendingTools == 0 {
+			t.Fatalf("%s stream: pending %b, want the tools notification still owed", s.ID(), pending)
 		}
 	}
 }

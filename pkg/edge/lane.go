@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"io"
 	"net"
 	"net/http"
@@ -84,12 +86,12 @@ func (e *Edge) laneable(r *http.Request) bool {
 // in lw, and serves the connection as a lane. It takes over one count of
 // e.posting (released once lw is written).
 func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
-	if e.lanesShut.Load() || !e.hold() { // shutting down: no new lane
+	if e.lanesShut.Load() || !e.hj.Hold() { // shutting down: no new lane
 		lw.copyTo(w)
 		e.posting.Add(-1)
 		return
 	}
-	defer e.wg.Done()
+	defer e.hj.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		lw.copyTo(w)
@@ -471,7 +473,7 @@ func (e *Edge) laneAnswer(r *http.Request) func(http.ResponseWriter, *http.Reque
 		return nil
 	}
 	return func(w http.ResponseWriter, r *http.Request) bool {
-		e.recs.touched(s, time.Now())
+		e.recs.Touched(s, time.Now())
 		return e.fastCall(w, r, s)
 	}
 }
@@ -490,7 +492,7 @@ func laneCandidate(r *http.Request) bool {
 // Edge.serveSession would take it straight to fastCall: a POST to /mcp of
 // the session-based protocol, of a session held here and owned by the
 // caller. nil sends the request back to the server.
-func (e *Edge) laneSession(r *http.Request) *session {
+func (e *Edge) laneSession(r *http.Request) *session.Session {
 	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.URL.RawPath != "" || !e.laneable(r) {
 		return nil
 	}
@@ -502,14 +504,11 @@ func (e *Edge) laneSession(r *http.Request) *session {
 	if !ok {
 		return nil
 	}
-	s := e.lookup(sid)
-	if s == nil || s.rec.phaseOf() == phaseNone {
+	s := e.reg.Lookup(sid)
+	if s == nil || s.Record().Phase() == evidence.PhaseNone {
 		return nil
 	}
-	s.rec.mu.Lock()
-	owned := s.rec.rec.Owner == sessionstore.OwnerHash(ident)
-	s.rec.mu.Unlock()
-	if !owned {
+	if s.Record().Owner() != sessionstore.OwnerHash(ident) {
 		return nil
 	}
 	return s

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 )
 
 // initializeAs posts an initialize with an identity header (none for "")
@@ -61,11 +64,11 @@ func TestSessionLimits(t *testing.T) {
 		t.Fatalf("a session over the edge's cap: %d, Retry-After %q; want 503 with Retry-After", code, retry)
 	}
 	for _, sid := range alice {
-		if e.lookup(sid) == nil {
+		if e.reg.Lookup(sid) == nil {
 			t.Fatalf("alice's session %s was dropped by the refusals", sid)
 		}
 	}
-	e.forget(e.lookup(alice[0]))
+	e.reg.Forget(e.reg.Lookup(alice[0]))
 	if code, _, _ := initializeAs(t, e.MCPURL(), "carol"); code != http.StatusOK {
 		t.Fatalf("carol after a session ended: %d", code)
 	}
@@ -82,26 +85,25 @@ func TestIdleSessionEnds(t *testing.T) {
 	e := startEdge(t, f, &Options{SessionIdleTimeout: time.Minute})
 	sid := rawInitialize(t, e.MCPURL(), "")
 	fastReady(t, e, sid)
-	s := e.lookup(sid)
-	e.sweepOnce()
-	if e.lookup(sid) == nil {
+	s := e.reg.Lookup(sid)
+	e.reg.Sweep(time.Now())
+	if e.reg.Lookup(sid) == nil {
 		t.Fatal("a session seen just now was ended")
 	}
-	s.rec.mu.Lock()
-	s.rec.seen = time.Now().Add(-2 * time.Minute)
-	s.rec.mu.Unlock()
-	s.mu.Lock()
-	s.stream = &sessionStream{}
-	s.mu.Unlock()
-	e.sweepOnce()
-	if e.lookup(sid) == nil {
+	later := time.Now().Add(2 * time.Minute)
+	server, client := net.Pipe()
+	go func() { _, _ = io.Copy(io.Discard, client) }()
+	if !s.Attach(server, session.StreamHead(), nil) {
+		t.Fatal("stream not attached")
+	}
+	e.reg.Sweep(later)
+	if e.reg.Lookup(sid) == nil {
 		t.Fatal("a session with a stream open was ended as idle")
 	}
-	s.mu.Lock()
-	s.stream = nil
-	s.mu.Unlock()
-	e.sweepOnce()
-	if e.lookup(sid) != nil {
+	client.Close() // the stream detaches
+	eventually(t, 5*time.Second, "the stream detached", func() bool { return !s.Streaming() })
+	e.reg.Sweep(later)
+	if e.reg.Lookup(sid) != nil {
 		t.Fatal("an idle session was not ended")
 	}
 	req, _ := http.NewRequest(http.MethodPost, e.MCPURL(), strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))

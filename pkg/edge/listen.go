@@ -3,8 +3,8 @@ package edge
 import (
 	"crypto/rand"
 	"encoding/json"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
-	"time"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -39,11 +39,11 @@ func listenFrames(id json.RawMessage, subs uint8) (ack []byte, frames *[3][]byte
 			allowed = append(allowed, `"`+name+`":true`...)
 		}
 	}
-	ack = chunk([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` +
+	ack = session.Chunk([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` +
 		meta + `,"notifications":{` + string(allowed) + `}}}` + "\n\n"))
 	frames = new([3][]byte)
-	for i, m := range listMethods {
-		frames[i] = chunk([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + m + `","params":{"_meta":` + meta + `}}` + "\n\n"))
+	for i, m := range session.ListMethods {
+		frames[i] = session.Chunk([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"` + m + `","params":{"_meta":` + meta + `}}` + "\n\n"))
 	}
 	return ack, frames
 }
@@ -59,39 +59,26 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 	if !ok {
 		return false
 	}
-	if !e.hold() { // before the hijack: see Edge.takeOver
+	if !e.hj.Hold() { // before the hijack: see Edge.takeOver
 		return false
 	}
-	defer e.wg.Done()
+	defer e.hj.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
 	}
 	ack, frames := listenFrames(lr.ID, lr.Subs)
-	st := &sessionStream{e: e, conn: conn, frames: frames}
 	if brw.Reader.Buffered() > 0 {
-		st.refuse(http.StatusBadRequest, "no request may follow a stream's request on its connection")
+		session.Refuse(conn, http.StatusBadRequest, "no request may follow a stream's request on its connection")
 		return true
 	}
-	s := &session{id: "listen-" + rand.Text(), kind: kindListen, created: time.Now().UnixNano(), subs: lr.Subs}
-	protocol := newProtocol
-	s.protocol.Store(&protocol)
 	ident, _ := e.identity(r)
-	s.subject.Store(e.subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
-	e.open(s)
-	st.wmu.Lock()
-	st.writing = true
-	if code, msg := e.claim(s, st); code != 0 {
-		st.wmu.Unlock()
-		st.refuse(code, msg)
-		e.forget(s)
-		return true
-	}
-	err = st.writeLocked(append(streamHead(), ack...))
-	st.wmu.Unlock()
-	e.startConn(s, st)
-	if err != nil {
-		conn.Close() // readConn ends the stream and the session
+	s := e.reg.New("listen-"+rand.Text(), session.KindListen, newProtocol, ident)
+	s.Listen(lr.Subs)
+	s.SetSubject(e.subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
+	e.reg.Open(s)
+	if !s.Attach(conn, append(session.StreamHead(), ack...), frames) {
+		e.reg.Forget(s) // refused: the edge is shutting down
 	}
 	return true
 }

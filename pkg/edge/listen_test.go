@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/jsontest"
-	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
 // postListen opens a listen stream with raw HTTP; hdr overrides headers.
@@ -167,19 +166,5 @@ func TestListenMatchesGoSDK(t *testing.T) {
 		if !slices.Equal(o, g) {
 			t.Errorf("%s: list_changed\nedge   %s\ngo-sdk %s", b, o, g)
 		}
-	}
-}
-
-// A change of a kind a listen stream did not subscribe to owes it
-// nothing: no pending bit, no latency clock started.
-func TestListenIgnoresUnsubscribedKinds(t *testing.T) {
-	s := &session{kind: kindListen, subs: pendingPrompts}
-	s.apply(view.Empty(), view.Change{Tools: true}, time.Now())
-	if s.pending != 0 || s.since.Load() != 0 {
-		t.Fatalf("pending %b, since %d: want nothing owed", s.pending, s.since.Load())
-	}
-	s.apply(&view.Served{}, view.Change{Prompts: true}, time.Now())
-	if s.pending != pendingPrompts || s.since.Load() == 0 {
-		t.Fatalf("pending %b, since %d: want the prompts notification owed", s.pending, s.since.Load())
 	}
 }

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,7 +14,7 @@ import (
 // receiving answers a session's lists from its applied served value and
 // routes its calls by the edge's current view; it records the negotiated
 // protocol version. Everything else goes to the go-sdk.
-func (e *Edge) receiving(s *session) mcp.Middleware {
+func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			if e.traced && method != "tools/call" && !strings.HasPrefix(method, "notifications/") {
@@ -27,15 +28,15 @@ func (e *Edge) receiving(s *session) mcp.Middleware {
 			switch req.(type) {
 			case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest:
 				// Who last listed: a policy change is compared for it.
-				s.subject.Store(e.subject(tokenInfoOf(req.GetExtra()), e.identityOf(req.GetExtra())))
+				s.SetSubject(e.subject(tokenInfoOf(req.GetExtra()), e.identityOf(req.GetExtra())))
 			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return e.cached(view.ListTools(e.visibleTo(s.served(), r.GetExtra()), r))
+				return e.cached(view.ListTools(e.visibleTo(s.Served(), r.GetExtra()), r))
 			case *mcp.ListPromptsRequest:
-				return e.cached(view.ListPrompts(e.visibleTo(s.served(), r.GetExtra()), r))
+				return e.cached(view.ListPrompts(e.visibleTo(s.Served(), r.GetExtra()), r))
 			case *mcp.ListResourcesRequest:
-				return e.cached(view.ListResources(e.visibleTo(s.served(), r.GetExtra()), r))
+				return e.cached(view.ListResources(e.visibleTo(s.Served(), r.GetExtra()), r))
 			case *mcp.CallToolRequest:
 				reply := e.runCall(ctx, toolCall{s: s, ident: e.identityOf(r.GetExtra()), ti: tokenInfoOf(r.GetExtra()),
 					name: r.Params.Name, args: r.Params.Arguments, meta: callMeta(r.Params.Meta),
@@ -52,18 +53,17 @@ func (e *Edge) receiving(s *session) mcp.Middleware {
 			}
 			res, err = next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				v := ir.ProtocolVersion
-				s.protocol.Store(&v)
+				s.SetProtocolVersion(ir.ProtocolVersion)
 				if r, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && r.Params != nil && r.Params.Capabilities != nil &&
 					(r.Params.Capabilities.Sampling != nil || r.Params.Capabilities.Elicitation != nil) {
-					s.flags.Or(flagAsks) // its calls are the go-sdk's, which can ask it on their streams
+					s.SetFlags(session.FlagAsks) // its calls are the go-sdk's, which can ask it on their streams
 				}
 			}
 			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && err == nil && r.Params != nil {
 				e.levelSet(s, string(r.Params.Level))
 			}
 			if method == "notifications/initialized" && err == nil {
-				s.flags.Or(flagInitialized) // calls may take Edge.fastCall now
+				s.SetFlags(session.FlagInitialized) // calls may take Edge.fastCall now
 			}
 			return res, err
 		}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,4 +84,10 @@ func (m *metrics) BackendCall(backend, method string, d time.Duration, err error
 	if err != nil {
 		m.callErrors.WithLabelValues(backend, method).Inc()
 	}
+}
+
+// sessionMetrics are the collectors the session registry updates.
+func (m *metrics) sessionMetrics() *session.Metrics {
+	return &session.Metrics{Sessions: m.sessions, Notifications: m.notifications, Latency: m.latency,
+		Events: m.events, Dropped: m.notifyDropped, Streams: m.streams, IdleEnded: m.idleEnded}
 }

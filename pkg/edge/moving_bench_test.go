@@ -91,7 +91,7 @@ func BenchmarkRecordWrites(b *testing.B) {
 					b.Fatalf("request: %d", code)
 				}
 			}
-			e.recs.flush()
+			e.recs.Flush()
 			writes := metricValue(b, e.Edge, "fleetgate_edge_session_records_written_total") - before
 			b.ReportMetric(writes/time.Since(start).Minutes(), "writes/session/min")
 		})

@@ -99,7 +99,7 @@ func startRecordEdge(t testing.TB, f *sharedFleet, id string, store *sessionstor
 	eventually(t, 30*time.Second, "edge ready", e.Ready)
 	return &recordEdge{Edge: e, kill: func() {
 		killed.Store(true)
-		e.recs.halted.Store(true)
+		e.recs.Halt()
 		kl.kill()
 	}}
 }
@@ -224,7 +224,7 @@ func sessionInfo(t testing.TB, e *Edge, id string) (SessionInfo, bool) {
 // stored reads a session's record, or nil when there is none.
 func stored(t testing.TB, e *Edge, id string) *sessionstore.Record {
 	t.Helper()
-	rec, _, err := e.recs.store.Get(context.Background(), id)
+	rec, _, err := e.recs.Store().Get(context.Background(), id)
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		return nil
 	}

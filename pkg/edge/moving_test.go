@@ -198,7 +198,7 @@ func TestConcurrentRehydrationOnce(t *testing.T) {
 		t.Fatalf("%v rehydrations for 100 concurrent requests, want 1", n)
 	}
 	// A gave the session up to B.
-	eventually(t, 10*time.Second, "A releases the session", func() bool { return edgeA.lookup(sid) == nil })
+	eventually(t, 10*time.Second, "A releases the session", func() bool { return edgeA.reg.Lookup(sid) == nil })
 }
 
 // DELETE on edge B ends the session everywhere.
@@ -219,7 +219,7 @@ func TestDeleteEndsSessionEverywhere(t *testing.T) {
 	if rec := stored(t, edgeB.Edge, sid); rec != nil {
 		t.Fatalf("record after DELETE: %+v", rec)
 	}
-	eventually(t, 10*time.Second, "A drops the session", func() bool { return edgeA.lookup(sid) == nil })
+	eventually(t, 10*time.Second, "A drops the session", func() bool { return edgeA.reg.Lookup(sid) == nil })
 	for _, e := range []*Edge{edgeA.Edge, edgeB.Edge} {
 		if code := rawRequest(t, http.MethodPost, e.MCPURL(), sid, "alice", pingBody()); code != http.StatusNotFound {
 			t.Fatalf("after DELETE on %s: %d, want 404", e.opts.ID, code)
@@ -244,7 +244,7 @@ func TestIdleRecordExpires(t *testing.T) {
 		t.Fatal("no record after initialize")
 	}
 	eventually(t, 20*time.Second, "record expired", func() bool { return stored(t, edgeA.Edge, sid) == nil })
-	eventually(t, 10*time.Second, "A ends the session", func() bool { return edgeA.lookup(sid) == nil })
+	eventually(t, 10*time.Second, "A ends the session", func() bool { return edgeA.reg.Lookup(sid) == nil })
 	for _, e := range []*Edge{edgeA.Edge, edgeB.Edge} {
 		if code := rawRequest(t, http.MethodPost, e.MCPURL(), sid, "alice", pingBody()); code != http.StatusNotFound {
 			t.Fatalf("expired session on %s: %d, want 404", e.opts.ID, code)

@@ -52,17 +52,8 @@ func (c *verdictCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *verdictCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[convergence.Status]int{convergence.Converged: 0, convergence.Stale: 0,
 		convergence.Incomplete: 0, convergence.Unverifiable: 0}
-	c.e.mu.Lock()
-	all := make([]*session, 0, len(c.e.sessions))
-	for _, s := range c.e.sessions {
-		all = append(all, s)
-	}
-	c.e.mu.Unlock()
-	for _, s := range all {
-		s.rec.mu.Lock()
-		v := convergence.Verdict(s.rec.rec.Convergence)
-		s.rec.mu.Unlock()
-		counts[v]++
+	for _, s := range c.e.reg.All() {
+		counts[convergence.Verdict(s.Record().Convergence())]++
 	}
 	for v, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(v))

@@ -6,7 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
+	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +49,8 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		return
 	}
 	owner := sessionstore.OwnerHash(ident)
-	s := e.lookup(sid)
-	if s != nil && s.rec.phaseOf() == phaseNone {
+	s := e.reg.Lookup(sid)
+	if s != nil && s.Record().Phase() == evidence.PhaseNone {
 		// Being rebuilt (or initialized): wait for the rebuild, if any.
 		if e.recs == nil {
 			http.Error(w, "session not found", http.StatusNotFound)
@@ -82,25 +87,22 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	s.rec.mu.Lock()
-	foreign := s.rec.rec.Owner != owner
-	s.rec.mu.Unlock()
-	if foreign {
+	if s.Record().Owner() != owner {
 		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
 		return
 	}
-	e.recs.touched(s, time.Now())
+	e.recs.Touched(s, time.Now())
 	switch r.Method {
 	case http.MethodGet:
 		if ownsStream(r, s) {
-			e.serveStream(w, r, s)
+			s.ServeStream(w, r)
 			return
 		}
 	case http.MethodDelete:
 		e.serveStateful(h, w, r, ident)
-		e.forget(s) // the go-sdk closed its session (or never had it)
-		e.recs.deleted(r.Context(), sid, s)
+		e.reg.Forget(s) // the go-sdk closed its session (or never had it)
+		e.recs.Deleted(r.Context(), sid, s)
 		return
 	case http.MethodPost:
 		if lw := e.post(h, w, r, s); lw != nil {
@@ -114,7 +116,7 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 // post serves a POST of session s. A tools/call answered on a connection
 // that may become a call lane is not written: post returns its response,
 // still counted in e.posting, for runLane.
-func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *session) (lw *laneWriter) {
+func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *session.Session) (lw *laneWriter) {
 	// A call's response is written after the call returned: shutdown
 	// waits for the whole POST before it closes the session.
 	e.posting.Add(1)
@@ -133,13 +135,13 @@ func (e *Edge) post(h http.Handler, w http.ResponseWriter, r *http.Request, s *s
 		rc.plainCall()
 		return nil
 	}
-	e.serveStateful(h, w, r, s.ident)
+	e.serveStateful(h, w, r, s.Identity())
 	return nil
 }
 
 // deleteStored ends a session this edge does not hold.
 func (e *Edge) deleteStored(w http.ResponseWriter, r *http.Request, sid, owner string) {
-	rec, _, err := e.recs.store.Get(r.Context(), sid)
+	rec, _, err := e.recs.Store().Get(r.Context(), sid)
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		http.Error(w, "session not found", http.StatusNotFound)
@@ -149,22 +151,22 @@ func (e *Edge) deleteStored(w http.ResponseWriter, r *http.Request, sid, owner s
 		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
 	default:
-		e.recs.deleted(r.Context(), sid, nil)
+		e.recs.Deleted(r.Context(), sid, nil)
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
 
 // rehydrate rebuilds session sid from its stored record when owner owns
 // it. Concurrent requests for one session and owner share one rebuild.
-func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*session, error) {
-	v, err, _ := e.recs.flights.Do(sid+"\x00"+owner, func() (any, error) {
-		if s := e.lookup(sid); s != nil && s.rec.phaseOf() == phaseLive {
+func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*session.Session, error) {
+	v, err, _ := e.flights.Do(sid+"\x00"+owner, func() (any, error) {
+		if s := e.reg.Lookup(sid); s != nil && s.Record().Phase() == evidence.PhaseLive {
 			return s, nil
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
-		rec, rev, err := e.recs.store.Get(ctx, sid)
+		rec, rev, err := e.recs.Store().Get(ctx, sid)
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +181,7 @@ func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*s
 			return nil, err
 		}
 		e.adopt(s, rec, rev, time.Now())
-		if err := e.recs.write(s, true); err != nil {
+		if err := e.recs.Write(s, true); err != nil {
 			e.log.Warn().Err(err).Str("session", sid).Msg("rehydrated session's record not taken over")
 		}
 		e.rm.rehydrated.Inc()
@@ -190,17 +192,17 @@ func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*s
 	if err != nil {
 		return nil, err
 	}
-	return v.(*session), nil
+	return v.(*session.Session), nil
 }
 
 // replay rebuilds the session by passing its stored initialize, then
 // notifications/initialized, through the go-sdk's own handler (R1): the
 // session server's fixed id makes it the very session the client holds.
-func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, rec *sessionstore.Record) (*session, error) {
+func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, rec *sessionstore.Record) (*session.Session, error) {
 	ident, _ := e.identity(orig)
-	hd := &holder{id: rec.ID, kind: kindSession, ident: ident}
-	e.recs.replaying.Store(rec.ID, struct{}{})
-	defer e.recs.replaying.Delete(rec.ID)
+	hd := &holder{id: rec.ID, kind: session.KindSession, ident: ident}
+	e.recs.Replaying.Store(rec.ID, struct{}{})
+	defer e.recs.Replaying.Delete(rec.ID)
 	params := rec.InitializeParams
 	if len(params) == 0 {
 		params = []byte(`{}`)
@@ -217,22 +219,22 @@ func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, r
 	code, hdr := e.replayPost(context.WithValue(ctx, holderKey{}, hd), h, orig, "", "", body)
 	if hd.s == nil || code != http.StatusOK || hdr.Get("Mcp-Session-Id") != rec.ID {
 		if hd.s != nil {
-			hd.s.close()
-			e.forget(hd.s)
+			hd.s.Close()
+			e.reg.Forget(hd.s)
 		}
 		return nil, fmt.Errorf("session %q: replay initialize: status %d, session id %q", rec.ID, code, hdr.Get("Mcp-Session-Id"))
 	}
-	e.track(hd.s)
+	e.reg.Track(hd.s)
 	code, _ = e.replayPost(ctx, h, orig, rec.ID, rec.ProtocolVersion, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if code != http.StatusAccepted {
-		hd.s.close()
+		hd.s.Close()
 		return nil, fmt.Errorf("session %q: replay notifications/initialized: status %d", rec.ID, code)
 	}
 	if rec.LogLevel != "" { // a known level (the store checked it): no escaping needed
 		code, _ = e.replayPost(ctx, h, orig, rec.ID, rec.ProtocolVersion,
 			`{"jsonrpc":"2.0","id":"fleetgate-replay-level","method":"logging/setLevel","params":{"level":"`+rec.LogLevel+`"}}`)
 		if code != http.StatusOK {
-			hd.s.close()
+			hd.s.Close()
 			return nil, fmt.Errorf("session %q: replay logging/setLevel: status %d", rec.ID, code)
 		}
 	}
@@ -297,3 +299,25 @@ func (w *replayWriter) WriteHeader(code int) {
 	}
 }
 func (w *replayWriter) Flush() {}
+
+// ownsStream reports whether the edge serves this GET of s itself: the
+// go-sdk would accept it the same way (a bad Accept, Host or protocol
+// version header, more than one Last-Event-ID, or an id longer than the
+// edge's own are left to it, so the answers are its).
+func ownsStream(r *http.Request, s *session.Session) bool {
+	if s.Kind() != session.KindSession || len(r.Header.Values("Last-Event-ID")) > 1 || len(r.Header.Get("Last-Event-ID")) > maxEventID ||
+		!fastpath.AcceptsEventStream(r) {
+		return false
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v >= newProtocol || !slices.Contains(mcp.SupportedProtocolVersions(), v)) {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && fastpath.Loopback(la.String()) {
+		return fastpath.Loopback(r.Host) // the go-sdk's DNS rebinding protection
+	}
+	return true
+}
+
+// maxEventID bounds a Last-Event-ID the edge reads (its own are about 30
+// bytes); a longer one goes to the go-sdk, which refuses it.
+const maxEventID = 64

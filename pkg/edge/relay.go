@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,11 +43,11 @@ type clientRelay struct {
 
 // relayFor is the relay of a call of session ss with the request context
 // ctx and progress token token; nil when there is no one to relay to.
-func (e *Edge) relayFor(ctx context.Context, s *session, ss *mcp.ServerSession, token any) backend.Relay {
+func (e *Edge) relayFor(ctx context.Context, s *session.Session, ss *mcp.ServerSession, token any) backend.Relay {
 	if ss == nil {
 		return nil
 	}
-	return &clientRelay{ctx: ctx, ss: ss, token: token, asks: s != nil && s.kind == kindSession}
+	return &clientRelay{ctx: ctx, ss: ss, token: token, asks: s != nil && s.Kind() == session.KindSession}
 }
 
 // Notify passes on a progress notification (under the client's own token)

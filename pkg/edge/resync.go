@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"runtime"
 	"sync"
 	"time"
@@ -129,14 +130,7 @@ func (e *Edge) resync(st *events.State) bool {
 				Msg("exposed name collision")
 		}
 	}
-	e.mu.Lock()
-	e.cur = next
-	targets := make([]*session, 0, len(e.sessions)+1)
-	targets = append(targets, e.shared)
-	for _, s := range e.sessions {
-		targets = append(targets, s)
-	}
-	e.mu.Unlock()
+	targets := append([]*session.Session{e.shared}, e.reg.Swap(next)...)
 	e.m.viewTools.Set(float64(len(next.Catalog.Tools)))
 	e.m.collisions.Set(float64(len(next.Catalog.Collisions)))
 
@@ -144,17 +138,17 @@ func (e *Edge) resync(st *events.State) bool {
 	if !at.IsZero() {
 		e.m.events.ChangeAge(events.HopApplied, start.Sub(at))
 	}
-	e.fanOut(targets, func(s *session) {
-		if s.apply(next, notify, at) {
+	e.fanOut(targets, func(s *session.Session) {
+		if s.Apply(next, notify, at) {
 			e.m.notifyDropped.Inc()
 		}
 	})
 	e.m.batches.Inc()
 	ap.reached(len(targets) - 1)
 	e.viewApplied(targets, next)
-	e.wg.Go(func() {
+	e.hj.Go(func() {
 		for _, s := range targets {
-			s.refill()
+			s.Refill()
 		}
 	})
 	e.log.Info().Uint64("generation", st.Generation).Str("digest", next.Catalog.Digest).
@@ -168,7 +162,7 @@ func (e *Edge) resync(st *events.State) bool {
 // what is owed and wakes the session's writer (its stream's goroutine or
 // flusher, or the go-sdk's timer of a listen session), so a client that
 // does not read delays nobody else.
-func (e *Edge) fanOut(targets []*session, f func(*session)) {
+func (e *Edge) fanOut(targets []*session.Session, f func(*session.Session)) {
 	workers := min(runtime.GOMAXPROCS(0), len(targets))
 	if workers <= 1 {
 		for _, s := range targets {
@@ -176,7 +170,7 @@ func (e *Edge) fanOut(targets []*session, f func(*session)) {
 		}
 		return
 	}
-	ch := make(chan *session)
+	ch := make(chan *session.Session)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"time"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -74,7 +75,7 @@ func (e *Edge) resolve(c toolCall) (route, error) {
 // toolCall is one tools/call: who asked (the session, and for a session-less
 // call the request's identity), what, and where it went.
 type toolCall struct {
-	s     *session
+	s     *session.Session
 	ident string // of a call without a session record
 	name  string
 	args  json.RawMessage

@@ -3,6 +3,7 @@ package edge
 import (
 	"bufio"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net"
 	"net/http"
 	"strconv"
@@ -112,7 +113,7 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
 	url := e.MCPURL()
 	sid := rawInitialize(t, url, "")
-	eventually(t, 5*time.Second, "session registered", func() bool { return e.lookup(sid) != nil })
+	eventually(t, 5*time.Second, "session registered", func() bool { return e.reg.Lookup(sid) != nil })
 
 	f.health("default", "alpha", false) // no stream yet: pending
 	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
@@ -200,7 +201,7 @@ func TestStandaloneStreamHeld(t *testing.T) {
 		if !ok {
 			t.Fatal("stream ended before the tools list_changed")
 		}
-		if strings.Contains(ev, toolsChanged) {
+		if strings.Contains(ev, session.ToolsChanged) {
 			return
 		}
 	}
@@ -215,11 +216,11 @@ func TestStandaloneStreamResumes(t *testing.T) {
 	e := startEdge(t, f, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
 	url := e.MCPURL()
 	sid := rawInitialize(t, url, "")
-	s := e.lookup(sid)
+	s := e.reg.Lookup(sid)
 	num := func(id []byte) uint64 {
 		epoch, n, _ := strings.Cut(string(id), "-")
 		v, err := strconv.ParseUint(n, 10, 64)
-		if epoch != streamEpoch || err != nil {
+		if epoch != session.Epoch() || err != nil {
 			t.Fatalf("event id %q", id)
 		}
 		return v
@@ -232,17 +233,13 @@ func TestStandaloneStreamResumes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("stream: %v", err)
 			}
-			if strings.Contains(string(ev.Data), toolsChanged) {
+			if strings.Contains(string(ev.Data), session.ToolsChanged) {
 				return ev
 			}
 		}
 	}
 	detached := func() {
-		eventually(t, 5*time.Second, "the stream detached", func() bool {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return s.stream == nil
-		})
+		eventually(t, 5*time.Second, "the stream detached", func() bool { return !s.Streaming() })
 	}
 	r1 := rawGET(t, url, sid, nil)
 	er := mcpwire.NewEventReader(r1.Body, 1<<20)
@@ -257,7 +254,7 @@ func TestStandaloneStreamResumes(t *testing.T) {
 	detached()
 	// Resumed after the first: the second change's list_changed is owed
 	// again, at once, as a new event.
-	r2 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", streamEpoch, first)})
+	r2 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", session.Epoch(), first)})
 	if again := num(tools(mcpwire.NewEventReader(r2.Body, 1<<20)).ID); again <= second {
 		t.Fatalf("resumed after %d: a tools/list_changed numbered %d", first, again)
 	}
@@ -265,10 +262,8 @@ func TestStandaloneStreamResumes(t *testing.T) {
 	detached()
 	// Resumed after the last event: nothing is owed; the next event is
 	// the next change's.
-	s.mu.Lock()
-	last := s.sent.n
-	s.mu.Unlock()
-	r3 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", streamEpoch, last)})
+	last := s.LastEvent()
+	r3 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", session.Epoch(), last)})
 	er = mcpwire.NewEventReader(r3.Body, 1<<20)
 	f.health("default", "alpha", false)
 	// Events go on from last+1, none older re-sent. A prompts or
@@ -286,7 +281,7 @@ func TestStandaloneStreamResumes(t *testing.T) {
 		if got := num(ev.ID); got != want {
 			t.Fatalf("after resuming at the last event %d: event %d (want %d) %s", last, got, want, ev.Data)
 		}
-		if strings.Contains(string(ev.Data), toolsChanged) {
+		if strings.Contains(string(ev.Data), session.ToolsChanged) {
 			break
 		}
 		if want > last+2 {

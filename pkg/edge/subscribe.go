@@ -2,8 +2,8 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"slices"
 	"sync"
 	"time"
@@ -27,15 +27,11 @@ import (
 // stream opens and when it ends; its updates are sent through the
 // listen session's go-sdk server, on the listen stream.
 
-// maxUpdatesOwed bounds the resources/updated a session is owed at once
-// (distinct URIs; its subscriptions are bounded the same).
-const maxUpdatesOwed = sessionstore.MaxSubscriptions
-
 // subscriptions are the resource subscriptions of an edge's sessions.
 type subscriptions struct {
 	mu         sync.Mutex
-	bySession  map[*session]map[string]resourceKey // exposed URI -> the backend's resource
-	byResource map[resourceKey]map[*session]string // who is subscribed, by the exposed URI
+	bySession  map[*session.Session]map[string]resourceKey // exposed URI -> the backend's resource
+	byResource map[resourceKey]map[*session.Session]string // who is subscribed, by the exposed URI
 }
 
 // resourceKey is a backend's resource, by the backend's own URI.
@@ -44,11 +40,11 @@ type resourceKey struct{ backend, uri string }
 // add notes that s subscribed to the resource exposed as uri, resource k
 // of its backend; first says no other session of the edge is, and full
 // that s has its maximum.
-func (t *subscriptions) add(s *session, uri string, k resourceKey) (first, full bool) {
+func (t *subscriptions) add(s *session.Session, uri string, k resourceKey) (first, full bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.bySession == nil {
-		t.bySession, t.byResource = map[*session]map[string]resourceKey{}, map[resourceKey]map[*session]string{}
+		t.bySession, t.byResource = map[*session.Session]map[string]resourceKey{}, map[resourceKey]map[*session.Session]string{}
 	}
 	own := t.bySession[s]
 	if _, ok := own[uri]; !ok && len(own) >= sessionstore.MaxSubscriptions {
@@ -60,7 +56,7 @@ func (t *subscriptions) add(s *session, uri string, k resourceKey) (first, full 
 	}
 	own[uri] = k
 	if t.byResource[k] == nil {
-		t.byResource[k] = map[*session]string{}
+		t.byResource[k] = map[*session.Session]string{}
 	}
 	first = len(t.byResource[k]) == 0
 	t.byResource[k][s] = uri
@@ -69,7 +65,7 @@ func (t *subscriptions) add(s *session, uri string, k resourceKey) (first, full 
 
 // remove notes that s no longer subscribes to uri; last names the
 // backend's resource no session of the edge subscribes to any more.
-func (t *subscriptions) remove(s *session, uri string) (last *resourceKey) {
+func (t *subscriptions) remove(s *session.Session, uri string) (last *resourceKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k, ok := t.bySession[s][uri]
@@ -89,7 +85,7 @@ func (t *subscriptions) remove(s *session, uri string) (last *resourceKey) {
 }
 
 // uris are s's subscriptions, sorted.
-func (t *subscriptions) uris(s *session) []string {
+func (t *subscriptions) uris(s *session.Session) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []string
@@ -101,7 +97,7 @@ func (t *subscriptions) uris(s *session) []string {
 }
 
 // drop ends every subscription of s (its session is over).
-func (t *subscriptions) drop(e *Edge, s *session) {
+func (t *subscriptions) drop(e *Edge, s *session.Session) {
 	for _, u := range t.uris(s) {
 		if k := t.remove(s, u); k != nil {
 			e.unsubscribeBackend(*k)
@@ -112,7 +108,7 @@ func (t *subscriptions) drop(e *Edge, s *session) {
 // subscriber is a session subscribed to a resource, and the URI it knows
 // the resource by.
 type subscriber struct {
-	s   *session
+	s   *session.Session
 	uri string
 }
 
@@ -130,7 +126,7 @@ func (t *subscriptions) sessionsOf(backend, uri string) []subscriber {
 
 // subscribe serves resources/subscribe of session s: the resource must be
 // one the caller may see, of an advertisable backend.
-func (e *Edge) subscribe(ctx context.Context, s *session, req *mcp.SubscribeRequest) error {
+func (e *Edge) subscribe(ctx context.Context, s *session.Session, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	if uri == "" || len(uri) > sessionstore.MaxSubscriptionURI {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: a URI of 1 to %d bytes", sessionstore.MaxSubscriptionURI)}
@@ -160,7 +156,7 @@ func (e *Edge) subscribe(ctx context.Context, s *session, req *mcp.SubscribeRequ
 }
 
 // unsubscribe serves resources/unsubscribe of session s.
-func (e *Edge) unsubscribe(_ context.Context, s *session, req *mcp.UnsubscribeRequest) error {
+func (e *Edge) unsubscribe(_ context.Context, s *session.Session, req *mcp.UnsubscribeRequest) error {
 	if k := e.subs.remove(s, req.Params.URI); k != nil {
 		e.unsubscribeBackend(*k)
 	}
@@ -172,11 +168,11 @@ func (e *Edge) unsubscribe(_ context.Context, s *session, req *mcp.UnsubscribeRe
 // in the background (a session that ends does not wait for it).
 func (e *Edge) unsubscribeBackend(k resourceKey) {
 	cfg, ok := e.backendConfig(k.backend)
-	if !ok || !e.hold() {
+	if !ok || !e.hj.Hold() {
 		return // gone from the view: its pooled session goes with it
 	}
 	go func() {
-		defer e.wg.Done()
+		defer e.hj.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := e.pool.Unsubscribe(ctx, k.backend, cfg, k.uri); err != nil {
@@ -186,18 +182,13 @@ func (e *Edge) unsubscribeBackend(k resourceKey) {
 }
 
 // subscriptionsChanged keeps s's record's subscriptions current.
-func (e *Edge) subscriptionsChanged(s *session) {
-	if s.kind != kindSession {
+func (e *Edge) subscriptionsChanged(s *session.Session) {
+	if s.Kind() != session.KindSession {
 		return // a listen stream has no record
 	}
 	uris := e.subs.uris(s)
-	s.rec.mu.Lock()
-	changed := !slices.Equal(s.rec.rec.Subscriptions, uris)
-	s.rec.rec.Subscriptions = uris
-	s.rec.dirty = s.rec.dirty || changed
-	s.rec.mu.Unlock()
-	if changed {
-		e.recs.enqueue(s)
+	if s.Record().SetSubscriptions(uris) {
+		e.recs.Enqueue(s)
 	}
 }
 
@@ -207,23 +198,11 @@ func (e *Edge) subscriptionsChanged(s *session) {
 func (e *Edge) resourceUpdated(backend, uri string) {
 	for _, sub := range e.subs.sessionsOf(backend, uri) {
 		s, exposed := sub.s, sub.uri
-		if s.kind == kindListen {
+		if s.Kind() == session.KindListen {
 			// The go-sdk knows the stream it subscribed for.
-			_ = s.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: exposed})
+			_ = s.Server().ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: exposed})
 			continue
 		}
-		s.mu.Lock()
-		if !s.ended && !slices.Contains(s.updated, exposed) && len(s.updated) < maxUpdatesOwed {
-			s.updated = append(s.updated, exposed)
-			s.wakeLocked()
-		}
-		s.mu.Unlock()
+		s.OweUpdate(exposed)
 	}
-}
-
-// updateFrame is the SSE event of notifications/resources/updated of uri.
-func updateFrame(uri string) []byte {
-	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated",
-		"params": map[string]string{"uri": uri}}) // strings only: it encodes
-	return append(append([]byte("event: message\ndata: "), data...), "\n\n"...)
 }

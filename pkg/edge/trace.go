@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -102,12 +103,12 @@ func (e *Edge) callAttributes(c toolCall, rt route, err error) []attribute.KeyVa
 	attrs := []attribute.KeyValue{attrMethod.String("tools/call"), attrTool.String(c.name),
 		attrOperation.String("execute_tool"), attrTransport.String("tcp"), attrProtoName.String("http"),
 		attrGeneration.Int64(int64(rt.gen)), attrEdge.String(e.opts.ID)}
-	if c.s != nil && c.s.kind == kindSession {
-		attrs = append(attrs, attrSession.String(c.s.id))
+	if c.s != nil && c.s.Kind() == session.KindSession {
+		attrs = append(attrs, attrSession.String(c.s.ID()))
 	}
 	if c.s != nil {
-		if p := c.s.protocol.Load(); p != nil {
-			attrs = append(attrs, attrProtocol.String(*p))
+		if p := c.s.ProtocolVersion(); p != "" {
+			attrs = append(attrs, attrProtocol.String(p))
 		}
 	}
 	if err == nil {
@@ -225,7 +226,7 @@ func (e *Edge) noteEventTrace(r string, ev *eventspb.Event) {
 // go-sdk client calls to backends made under it (prompts, resources,
 // completions) carry its context in their traceparent header. end records
 // the request's error, if any, and ends the span.
-func (e *Edge) traceRequest(ctx context.Context, s *session, method string, req interface{ GetExtra() *mcp.RequestExtra }) (context.Context, func(error)) {
+func (e *Edge) traceRequest(ctx context.Context, s *session.Session, method string, req interface{ GetExtra() *mcp.RequestExtra }) (context.Context, func(error)) {
 	if x := req.GetExtra(); x != nil && x.Header != nil {
 		ctx = tracing.Propagator().Extract(ctx, propagation.HeaderCarrier(x.Header))
 	}
@@ -233,13 +234,13 @@ func (e *Edge) traceRequest(ctx context.Context, s *session, method string, req 
 	if sp.IsRecording() {
 		attrs := []attribute.KeyValue{attrMethod.String(method), attrTransport.String("tcp"), attrProtoName.String("http"),
 			attrEdge.String(e.opts.ID)}
-		if s.kind == kindSession {
-			attrs = append(attrs, attrSession.String(s.id))
+		if s.Kind() == session.KindSession {
+			attrs = append(attrs, attrSession.String(s.ID()))
 		}
-		if p := s.protocol.Load(); p != nil {
-			attrs = append(attrs, attrProtocol.String(*p))
+		if p := s.ProtocolVersion(); p != "" {
+			attrs = append(attrs, attrProtocol.String(p))
 		}
-		if sv := s.served(); sv != nil {
+		if sv := s.Served(); sv != nil {
 			attrs = append(attrs, attrGeneration.Int64(int64(sv.Gen)))
 		}
 		sp.SetAttributes(attrs...)

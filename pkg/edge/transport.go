@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
 	"strings"
 
@@ -29,7 +30,7 @@ type holderKey struct{}
 type holder struct {
 	id, kind, protocol string
 	ident              string // the caller's identity (session limits)
-	s                  *session
+	s                  *session.Session
 }
 
 // mcpHandler serves /mcp. Requests of protocol 2026-07-28 and later go to
@@ -82,10 +83,10 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 		http.Error(w, "Bad Request: a request without Mcp-Session-Id must be initialize", http.StatusBadRequest)
 		return
 	}
-	hd := &holder{id: rand.Text(), kind: kindSession, ident: ident}
+	hd := &holder{id: rand.Text(), kind: session.KindSession, ident: ident}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {
-		e.track(hd.s)
+		e.reg.Track(hd.s)
 	}
 }
 
@@ -114,10 +115,10 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 		return
 	}
 	ident, _ := e.identity(r)
-	hd := &holder{id: "listen-" + rand.Text(), kind: kindListen, protocol: version, ident: ident}
+	hd := &holder{id: "listen-" + rand.Text(), kind: session.KindListen, protocol: version, ident: ident}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {
-		e.forget(hd.s)
+		e.reg.Forget(hd.s)
 	}
 }
 
@@ -174,8 +175,8 @@ func isListen(r *http.Request) bool {
 // session, the request's own new server for an initialize.
 func (e *Edge) getStatefulServer(r *http.Request) *mcp.Server {
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		if s := e.lookup(sid); s != nil {
-			return s.srv
+		if s := e.reg.Lookup(sid); s != nil {
+			return s.Server()
 		}
 		return nil // the go-sdk answers 404 for the unknown session
 	}
@@ -186,7 +187,7 @@ func (e *Edge) getStatelessServer(r *http.Request) *mcp.Server {
 	if srv := e.held(r); srv != nil {
 		return srv
 	}
-	return e.shared.srv
+	return e.shared.Server()
 }
 
 // held returns the server of the request's holder, creating it on first
@@ -197,11 +198,10 @@ func (e *Edge) held(r *http.Request) *mcp.Server {
 		return nil
 	}
 	if hd.s == nil {
-		hd.s = e.newSession(hd.id, hd.kind, hd.protocol)
-		hd.s.ident = hd.ident
-		e.open(hd.s)
+		hd.s = e.newSession(hd.id, hd.kind, hd.protocol, hd.ident)
+		e.reg.Open(hd.s)
 	}
-	return hd.s.srv
+	return hd.s.Server()
 }
 
 // isInitialize reports whether body (checked by the gate: bounded and

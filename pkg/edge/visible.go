@@ -196,23 +196,18 @@ func (e *Edge) applyPolicy(p *policy.Policy, at time.Time) {
 	}
 	e.log.Info().Uint64("policy_generation", p.Generation()).Msg("tool policy applied")
 	cur := e.current()
-	e.mu.Lock()
-	targets := make([]*session, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		targets = append(targets, s)
-	}
-	e.mu.Unlock()
+	targets := e.reg.All()
 	all := view.Change{Tools: true, Prompts: true, Resources: true}
 	items := cur.Items()
 	for _, s := range targets {
 		c := all
-		if sub := s.subject.Load(); sub != nil {
+		if sub := s.Subject(); sub != nil {
 			was, now := e.guard.cache.Visible(old, *sub, items), e.guard.cache.Visible(p, *sub, items)
 			c = view.Change{Tools: !policy.SameNames(was, now, policy.KindTool),
 				Prompts:   !policy.SameNames(was, now, policy.KindPrompt),
 				Resources: !policy.SameNames(was, now, policy.KindResource)}
 		}
-		if s.notify(c, at) {
+		if s.Notify(c, at) {
 			e.m.notifyDropped.Inc()
 		}
 	}

@@ -3,6 +3,7 @@ package edge
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"testing"
 	"time"
 
@@ -75,10 +76,8 @@ func TestListenNotToldOfUnchangedSet(t *testing.T) {
 		t.Fatal("bob does not see beta")
 	}
 	eventually(t, 10*time.Second, "listen stream open", func() bool {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		for _, s := range e.sessions {
-			if s.kind == kindListen {
+		for _, s := range e.reg.All() {
+			if s.Kind() == session.KindListen {
 				return true
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
 // SessionPostHeaders reports whether the go-sdk would accept r's headers for a
@@ -110,7 +111,7 @@ func Accepts(r *http.Request) (jsonOK, streamOK bool) {
 // List kinds, as bits (of a listen request's subscriptions, and of the
 // list_changed notifications a session is owed).
 const (
-	ListTools uint8 = 1 << iota
-	ListPrompts
-	ListResources
+	ListTools     = view.BitTools
+	ListPrompts   = view.BitPrompts
+	ListResources = view.BitResources
 )

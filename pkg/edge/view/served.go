@@ -236,6 +236,30 @@ type Change struct{ Tools, Prompts, Resources bool }
 
 func (c Change) None() bool { return !c.Tools && !c.Prompts && !c.Resources }
 
+// List kinds as bits: of a change (Bits), of the list_changed
+// notifications a session is owed, and of a listen request's
+// subscriptions.
+const (
+	BitTools uint8 = 1 << iota
+	BitPrompts
+	BitResources
+)
+
+// Bits is the change as list kind bits.
+func (c Change) Bits() uint8 {
+	var b uint8
+	if c.Tools {
+		b |= BitTools
+	}
+	if c.Prompts {
+		b |= BitPrompts
+	}
+	if c.Resources {
+		b |= BitResources
+	}
+	return b
+}
+
 // Between compares two served values; an empty change means no
 // session needs telling.
 func Between(old, next *Served) Change {

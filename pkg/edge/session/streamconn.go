@@ -1,4 +1,4 @@
-package edge
+package session
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // idle session held. Notifications are written by a flusher goroutine
 // started when there is something to write; it ends when nothing is left.
 // A client that stops reading blocks only its flusher, for at most
-// streamWriteTimeout per write, and its notifications merge meanwhile.
+// StreamWriteTimeout per write, and its notifications merge meanwhile.
 //
 // HTTP/2 connections and HTTP/1.0 requests (no chunked encoding) keep the
 // held stream of stream.go.
@@ -24,55 +24,68 @@ import (
 // chunkFrames are listFrames in chunked transfer encoding.
 var chunkFrames = func() (f [3][]byte) {
 	for i, frame := range listFrames {
-		f[i] = chunk(frame)
+		f[i] = Chunk(frame)
 	}
 	return f
 }()
 
-// chunk is data as one chunk of a chunked body.
-func chunk(data []byte) []byte {
+// Chunk is data as one chunk of a chunked body.
+func Chunk(data []byte) []byte {
 	return fmt.Appendf(nil, "%x\r\n%s\r\n", len(data), data)
 }
 
 // takeOver serves s's standalone stream on a hijacked connection. It
 // reports false, having written nothing, when r's connection cannot be
 // taken over.
-func (e *Edge) takeOver(w http.ResponseWriter, r *http.Request, s *session) bool {
+func (s *Session) takeOver(w http.ResponseWriter, r *http.Request) bool {
 	if !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
 		return false
 	}
+	hj := s.reg.o.Hijacks
 	// Counted before the hijack, while http.Server.Shutdown still waits
-	// for this request: the goroutines started below are Run's to wait for.
-	if !e.hold() {
+	// for this request: the goroutines started below are the owner's to
+	// wait for.
+	if !hj.Hold() {
 		return false
 	}
-	defer e.wg.Done()
+	defer hj.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
 	}
-	st := &sessionStream{e: e, conn: conn}
 	if brw.Reader.Buffered() > 0 {
 		// The client sent more after its GET (pipelining): a request the
 		// edge would have to answer after an endless one.
-		st.refuse(http.StatusBadRequest, "no request may follow a stream's GET on its connection")
+		(&stream{conn: conn}).refuse(http.StatusBadRequest, "no request may follow a stream's GET on its connection")
 		return true
 	}
+	// A comment, so that proxies forward the head at once (as the go-sdk
+	// does, its issue #410).
+	s.Attach(conn, append(streamHead(), Chunk([]byte(": ok\n\n"))...), nil)
+	return true
+}
+
+// Attach makes conn, a hijacked connection, s's stream: it writes head
+// (the response head and the first chunks), then the list_changed frames
+// (chunks, by ListIndex; nil: a session stream's own, with event ids) as
+// they are owed, until the client or the session goes. It reports false,
+// having answered conn with an error and closed it, when s ended or has a
+// stream, or the registry is closed. The caller holds a Hijacks count.
+func (s *Session) Attach(conn net.Conn, head []byte, frames *[3][]byte) bool {
+	st := &stream{conn: conn, frames: frames}
 	// The stream is claimed before its head is written, so that a second
 	// GET arriving as soon as the client sees the head is refused (409),
 	// and held (wmu, writing) so that nothing is written before the head.
 	st.wmu.Lock()
 	st.writing = true
-	if code, msg := e.claim(s, st); code != 0 {
+	if code, msg := s.claim(st); code != 0 {
 		st.wmu.Unlock()
 		st.refuse(code, msg)
-		return true
+		return false
 	}
-	// A comment, so that proxies forward the head at once (as the go-sdk
-	// does, its issue #410).
-	err = st.writeLocked(append(streamHead(), chunk([]byte(": ok\n\n"))...))
+	err := st.writeLocked(head)
 	st.wmu.Unlock()
-	e.startConn(s, st)
+	s.startConn(st)
 	if err != nil {
 		conn.Close() // readConn detaches the stream
 	}
@@ -87,13 +100,18 @@ func streamHead() []byte {
 		"\r\nTransfer-Encoding: chunked\r\n\r\n")
 }
 
+// StreamHead is the response head of a taken-over event stream (see
+// Attach).
+func StreamHead() []byte { return streamHead() }
+
 // startConn starts the reader of st, a claimed stream whose head is
 // written, and sends what is pending.
-func (e *Edge) startConn(s *session, st *sessionStream) {
-	e.m.streams.Inc()
-	e.wg.Go(func() { e.readConn(s, st) })
-	if s.kind == kindSession {
-		e.streamAttached(s)
+func (s *Session) startConn(st *stream) {
+	g := s.reg
+	g.streams(1)
+	g.o.Hijacks.Go(func() { s.readConn(st) })
+	if s.kind == KindSession {
+		g.obs.StreamAttached(s)
 	}
 	s.mu.Lock()
 	st.writing = false
@@ -104,9 +122,9 @@ func (e *Edge) startConn(s *session, st *sessionStream) {
 }
 
 // claim makes st s's stream. It returns the status to refuse the GET with
-// when s ended or has a stream, or the edge is shutting down; 0 when st
-// is attached.
-func (e *Edge) claim(s *session, st *sessionStream) (code int, msg string) {
+// when s ended or has a stream, or the registry is closed; 0 when st is
+// attached.
+func (s *Session) claim(st *stream) (code int, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -114,17 +132,20 @@ func (e *Edge) claim(s *session, st *sessionStream) (code int, msg string) {
 		return http.StatusNotFound, "session not found"
 	case s.stream != nil:
 		return http.StatusConflict, "stream ID conflicts with ongoing stream"
-	case e.closing.Load():
+	case s.reg.closing.Load():
 		// Checked after the session was registered: shutdown either saw
-		// it (and ends it) or raised closing first.
+		// it (and ends it) or closed the registry first.
 		return http.StatusServiceUnavailable, "edge shutting down"
 	}
 	s.stream = st
 	return 0, ""
 }
 
+// Refuse answers a hijacked request on conn with an error and closes it.
+func Refuse(conn net.Conn, code int, msg string) { (&stream{conn: conn}).refuse(code, msg) }
+
 // refuse answers the hijacked GET with an error and closes the connection.
-func (st *sessionStream) refuse(code int, msg string) {
+func (st *stream) refuse(code int, msg string) {
 	body := msg + "\n"
 	_ = st.write(fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"+
 		"X-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
@@ -132,26 +153,26 @@ func (st *sessionStream) refuse(code int, msg string) {
 	st.conn.Close()
 }
 
-// write writes b to the connection within streamWriteTimeout.
-func (st *sessionStream) write(b []byte) error {
+// write writes b to the connection within StreamWriteTimeout.
+func (st *stream) write(b []byte) error {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
 	return st.writeLocked(b)
 }
 
 // writeLocked is write with wmu held. Nothing is written after finish.
-func (st *sessionStream) writeLocked(b []byte) error {
+func (st *stream) writeLocked(b []byte) error {
 	if st.finished {
 		return net.ErrClosed
 	}
-	_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_ = st.conn.SetWriteDeadline(time.Now().Add(StreamWriteTimeout))
 	_, err := st.conn.Write(b)
 	return err
 }
 
 // readConn reads the connection until the client closes it (or the edge
 // does), then detaches the stream. What the client sends is discarded.
-func (e *Edge) readConn(s *session, st *sessionStream) {
+func (s *Session) readConn(st *stream) {
 	var buf [64]byte
 	for {
 		if _, err := st.conn.Read(buf[:]); err != nil {
@@ -164,15 +185,15 @@ func (e *Edge) readConn(s *session, st *sessionStream) {
 	}
 	s.mu.Unlock()
 	st.conn.Close()
-	e.m.streams.Dec()
-	if s.kind == kindListen {
-		e.forget(s) // a listen session is its stream
+	s.reg.streams(-1)
+	if s.kind == KindListen {
+		s.reg.Forget(s) // a listen session is its stream
 	}
 }
 
 // flushConn writes what is pending for s until nothing is;
-// session.wakeLocked starts it.
-func (e *Edge) flushConn(s *session, st *sessionStream) {
+// Session.wakeLocked starts it.
+func (s *Session) flushConn(st *stream) {
 	for {
 		s.mu.Lock()
 		bits, ups := s.pending, s.updated
@@ -189,12 +210,12 @@ func (e *Edge) flushConn(s *session, st *sessionStream) {
 		}
 		write := func(i int) error {
 			if id := s.eventLine(i, ""); id != nil {
-				return st.write(chunk(withID(id, listFrames[i])))
+				return st.write(Chunk(withID(id, listFrames[i])))
 			}
 			return st.write(frames[i])
 		}
-		if !e.writePending(s, bits, write) ||
-			!e.writeUpdates(s, ups, func(frame []byte) error { return st.write(chunk(frame)) }) {
+		if !s.writePending(bits, write) ||
+			!s.writeUpdates(ups, func(frame []byte) error { return st.write(Chunk(frame)) }) {
 			st.conn.Close() // readConn detaches the stream
 			s.mu.Lock()
 			st.writing = false
@@ -206,7 +227,7 @@ func (e *Edge) flushConn(s *session, st *sessionStream) {
 
 // finish ends a taken-over stream: the end of the chunked body if it can
 // be written at once, then the connection is closed.
-func (st *sessionStream) finish() {
+func (st *stream) finish() {
 	if st.wmu.TryLock() { // a flusher blocked on a stuck client would hold it
 		if !st.finished {
 			_ = st.conn.SetWriteDeadline(time.Now().Add(time.Second))

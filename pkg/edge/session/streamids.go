@@ -1,4 +1,4 @@
-package edge
+package session
 
 import (
 	"crypto/rand"
@@ -25,6 +25,16 @@ var streamEpoch = func() string {
 	return hex.EncodeToString(b)
 }()
 
+// Epoch names this edge process in the ids of its streams' events.
+func Epoch() string { return streamEpoch }
+
+// LastEvent is the number of the last event s's stream was given.
+func (s *Session) LastEvent() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent.n
+}
+
 // sentEvents is what a session's stream sent, by event number; guarded
 // by the session's mu.
 type sentEvents struct {
@@ -42,7 +52,7 @@ type sentUpdate struct {
 // nextEventLocked numbers the next event of s, which carries list kind
 // list (or, when list < 0, resources/updated of uri), and returns its id
 // line. s.mu is held.
-func (s *session) nextEventLocked(list int, uri string) []byte {
+func (s *Session) nextEventLocked(list int, uri string) []byte {
 	ev := &s.sent
 	ev.n++
 	if list >= 0 {
@@ -55,7 +65,7 @@ func (s *session) nextEventLocked(list int, uri string) []byte {
 			}
 		}
 		if !found {
-			if len(ev.updates) >= maxUpdatesOwed {
+			if len(ev.updates) >= MaxUpdatesOwed {
 				ev.updates = ev.updates[1:]
 			}
 			ev.updates = append(ev.updates, sentUpdate{uri, ev.n})
@@ -66,8 +76,8 @@ func (s *session) nextEventLocked(list int, uri string) []byte {
 
 // eventLine is nextEventLocked for a session-based stream, nil for any
 // other (a 2026-07-28 listen stream has no resumption).
-func (s *session) eventLine(list int, uri string) []byte {
-	if s.kind != kindSession {
+func (s *Session) eventLine(list int, uri string) []byte {
+	if s.kind != KindSession {
 		return nil
 	}
 	s.mu.Lock()
@@ -77,7 +87,7 @@ func (s *session) eventLine(list int, uri string) []byte {
 
 // resumeFrom owes s again what its stream sent after event lastID (the
 // Last-Event-ID of a reconnecting GET).
-func (s *session) resumeFrom(lastID string) {
+func (s *Session) resumeFrom(lastID string) {
 	epoch, num, ok := strings.Cut(lastID, "-")
 	if !ok || epoch != streamEpoch {
 		return
@@ -94,7 +104,7 @@ func (s *session) resumeFrom(lastID string) {
 		}
 	}
 	for _, u := range s.sent.updates {
-		if u.n > n && len(s.updated) < maxUpdatesOwed && !containsString(s.updated, u.uri) {
+		if u.n > n && len(s.updated) < MaxUpdatesOwed && !containsString(s.updated, u.uri) {
 			s.updated = append(s.updated, u.uri)
 		}
 	}
