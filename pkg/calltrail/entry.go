@@ -51,6 +51,9 @@ type Entry struct {
 	Outcome Outcome       `json:"outcome"`
 	// Error is the error text for OutcomeError and OutcomeIsError.
 	Error string `json:"error,omitempty"`
+	// Rule names the policy rule that refused the call ("default" for
+	// the policy's default effect); "" for a call the policy allowed.
+	Rule string `json:"rule,omitempty"`
 	// Arguments are the call's arguments; kept only when
 	// Options.IncludeArguments is set, and only up to
 	// Options.MaxArgumentBytes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"strings"
 	"sync"
@@ -244,6 +245,9 @@ func (e *Edge) audit(c toolCall, rt route, start time.Time, reply *backend.Reply
 	switch {
 	case failure != nil:
 		ent.Outcome, ent.Error = calltrail.OutcomeError, failure.Error()
+		if d, ok := errors.AsType[*deniedError](failure); ok {
+			ent.Rule = d.rule
+		}
 	case reply.Raw != nil && !reply.IsError:
 		// The trail reads only IsError and an error's text: a plain
 		// result is not decoded for it.

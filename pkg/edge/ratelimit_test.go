@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
@@ -63,6 +65,11 @@ func TestRateLimits(t *testing.T) {
 	}
 	if code, _ := limitedPost(t, e, bob, "bob", "alpha_echo"); code != http.StatusOK {
 		t.Fatalf("bob's alpha call: %d (the beta budget must not apply)", code)
+	}
+	for reason, want := range map[string]float64{"identity_rate": 1, "tool_rate": 1, "concurrency": 0} {
+		if n := testutil.ToFloat64(e.limits.limited.WithLabelValues(reason)); n != want {
+			t.Fatalf("rate-limited requests by %s: %v, want %v", reason, n, want)
+		}
 	}
 }
 

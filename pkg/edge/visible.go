@@ -27,6 +27,19 @@ import (
 // errDenied is wrapped by the trail's error of a call the policy refused.
 var errDenied = errors.New("refused by the tool policy")
 
+// deniedError is the refusal of one item by the policy: it names the rule
+// (the call trail records it) and wraps errDenied.
+type deniedError struct {
+	kind       policy.Kind
+	name, rule string
+}
+
+func (d *deniedError) Error() string {
+	return fmt.Sprintf("%s %q: %v (rule %s)", d.kind, d.name, errDenied, d.rule)
+}
+
+func (d *deniedError) Unwrap() error { return errDenied }
+
 // guard is the edge's policy state.
 type guard struct {
 	cache   *policy.Cache
@@ -170,7 +183,7 @@ func (e *Edge) allowed(sv *view.Served, ti *goauth.TokenInfo, ident string, k po
 		}
 	}
 	e.guard.refused.WithLabelValues(rule).Inc()
-	return false, fmt.Errorf("%s %q: %w (rule %s)", k, name, errDenied, rule)
+	return false, &deniedError{kind: k, name: name, rule: rule}
 }
 
 // tokenInfoOf is a request's TokenInfo, nil without one.
