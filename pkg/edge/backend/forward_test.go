@@ -218,3 +218,31 @@ func TestResultStrictness(t *testing.T) {
 		}
 	}
 }
+
+// A backend answering a call with a redirect is not followed, on the raw
+// path as on the go-sdk client's: the redirect's target is never sent the
+// call (its arguments), and the call fails.
+func TestRawCallRedirectNotFollowed(t *testing.T) {
+	var reached atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}))
+	defer target.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+"/mcp", code)
+		}))
+		p := NewPool(redirecting.Client(), time.Minute, 0, nil)
+		_, _, err := p.rawCall(context.Background(), peer{url: redirecting.URL, sid: "s1"}, "tools/call",
+			&mcp.CallToolParams{Name: "t", Arguments: map[string]any{"secret": "x"}}, nil)
+		redirecting.Close()
+		if err == nil {
+			t.Errorf("%d: the call succeeded", code)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the redirect's target got %d requests", n)
+	}
+}

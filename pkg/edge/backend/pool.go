@@ -133,8 +133,12 @@ func NewPool(hc *http.Client, timeout time.Duration, maxResponse int64, obs Obse
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
+	// The raw path's client: hc, never following a redirect (a backend
+	// must not send a call, its arguments and headers, elsewhere).
+	raw := *hc
+	raw.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	p := &Pool{
-		http:        hc,
+		http:        &raw,
 		timeout:     timeout,
 		maxResponse: maxResponse,
 		obs:         obs,
