@@ -188,6 +188,12 @@ func run(o *options, fleet *config.Fleet) error {
 	zl := cmdline.Logger(o.logFormat, os.Stderr).With().Str("controller", o.id).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP reloads the config; taken from the start, so that one sent
+	// while the controller starts (whose default action is to exit) is
+	// kept and applied once the reload loop runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir %s: %w", o.dataDir, err)
 	}
@@ -265,9 +271,6 @@ func run(o *options, fleet *config.Fleet) error {
 		return srv.Shutdown(sctx)
 	})
 	g.Go(func() error {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-gctx.Done():
