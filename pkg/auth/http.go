@@ -36,6 +36,24 @@ func BearerToken(h http.Header) (string, error) {
 // "Bearer <token>" (RFC 6750: the scheme in any case, then spaces, then
 // exactly one token of b64token characters).
 func ParseAuthorization(v string) (string, error) {
+	tok, err := splitBearer(v)
+	if err != nil {
+		return "", err
+	}
+	for i := range len(tok) {
+		if !b64tokenChar[tok[i]] {
+			return "", fmt.Errorf("%w: Bearer token with a byte 0x%02x at %d (exactly one b64token expected)", ErrMalformed, tok[i], i)
+		}
+	}
+	if i := strings.IndexByte(tok, '='); i >= 0 && strings.Trim(tok[i:], "=") != "" {
+		return "", fmt.Errorf("%w: Bearer token with '=' inside", ErrMalformed)
+	}
+	return tok, nil
+}
+
+// splitBearer is the token of an Authorization value "Bearer <token>",
+// its bytes not yet checked.
+func splitBearer(v string) (string, error) {
 	v = strings.Trim(v, " \t")
 	if v == "" {
 		return "", ErrNoToken
@@ -51,21 +69,17 @@ func ParseAuthorization(v string) (string, error) {
 	if tok == "" {
 		return "", fmt.Errorf("%w: Bearer without a token", ErrMalformed)
 	}
-	for i := 0; i < len(tok); i++ {
-		if !isB64TokenChar(tok[i]) {
-			return "", fmt.Errorf("%w: Bearer token with a byte 0x%02x at %d (exactly one b64token expected)", ErrMalformed, tok[i], i)
-		}
-	}
-	if i := strings.IndexByte(tok, '='); i >= 0 && strings.Trim(tok[i:], "=") != "" {
-		return "", fmt.Errorf("%w: Bearer token with '=' inside", ErrMalformed)
-	}
 	return tok, nil
 }
 
-func isB64TokenChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' || c == '='
-}
+// b64tokenChar tells the bytes of an RFC 6750 b64token (a table: every
+// request's token is checked byte by byte).
+var b64tokenChar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/=", byte(c)) >= 0
+	}
+	return t
+}()
 
 // Challenge maps an error of Verify, VerifyRequest or BearerToken to the
 // HTTP status and WWW-Authenticate value of the answer (metadataURL is

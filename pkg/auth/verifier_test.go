@@ -231,3 +231,41 @@ func TestVerifyRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVerifyRequestCached: a token verified once is known again by its
+// value (the same identity, whatever the scheme's case or the spaces
+// around it), and only as a single well-formed Authorization header; a
+// value that differs by one byte is verified from scratch; an expired one
+// is refused although it was cached.
+func TestVerifyRequestCached(t *testing.T) {
+	iss, v, clk := setup(t, nil, auth.Options{})
+	tok := iss.Mint(iss.Claims("alice", audience))
+	r, _ := http.NewRequest("POST", audience, nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	first, err := v.VerifyRequest(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"Bearer " + tok, "bearer   " + tok + " ", "\tBEARER " + tok} {
+		r.Header.Set("Authorization", h)
+		if id, err := v.VerifyRequest(r); err != nil || id != first {
+			t.Fatalf("%.20q: %v, %v (want the cached identity)", h, id, err)
+		}
+	}
+	for _, h := range []string{"Bearer " + tok + "!", "Bearer " + tok + " x", "Basic " + tok} {
+		r.Header.Set("Authorization", h)
+		if id, err := v.VerifyRequest(r); err == nil {
+			t.Fatalf("%.20q…: accepted as %v", h, id)
+		}
+	}
+	r.Header.Set("Authorization", "Bearer "+tok)
+	r.Header.Add("Authorization", "Bearer "+tok)
+	if _, err := v.VerifyRequest(r); !errors.Is(err, auth.ErrMalformed) {
+		t.Fatalf("two Authorization headers: %v", err)
+	}
+	r.Header.Set("Authorization", "Bearer "+tok)
+	clk.Add(2 * time.Hour)
+	if _, err := v.VerifyRequest(r); !errors.Is(err, auth.ErrExpired) {
+		t.Fatalf("expired, cached: %v", err)
+	}
+}

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,6 +43,8 @@ type bearer struct {
 	mdURL       string
 	meta        http.Handler
 	results     *prometheus.CounterVec
+	ok          prometheus.Counter // results{ok}
+	tokens      verifiedTokens
 }
 
 // errAuthOptions: Options.Auth cannot be used.
@@ -75,6 +76,7 @@ func newBearer(o *AuthOptions, identityHeader, listen string, reg prometheus.Reg
 	b.results = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_authentications_total",
 		Help: "Bearer-token authentications, by result (ok, refused) and reason."}, []string{"result", "reason"})
 	reg.MustRegister(b.results)
+	b.ok = b.results.WithLabelValues("ok", "")
 	return b, nil
 }
 
@@ -117,31 +119,15 @@ func (e *Edge) authenticate(r *http.Request) (*http.Request, *admission.Refusal)
 		}
 		return r, f
 	}
-	b.results.WithLabelValues("ok", "").Inc()
-	ti := &goauth.TokenInfo{UserID: tokenUser(id), Scopes: id.Scopes, Expiration: id.Expiry,
-		Extra: map[string]any{claimsKey: id}}
-	out := withTokenInfo(r, ti)
-	if out == nil { // the go-sdk reads the Authorization header otherwise: refuse as malformed
+	vt := b.tokens.of(id)
+	if vt == nil { // the go-sdk would not take its TokenInfo: refused as malformed
 		b.results.WithLabelValues("refused", "malformed").Inc()
 		return r, &admission.Refusal{Status: http.StatusUnauthorized, Reason: "auth_malformed",
 			Err:    fmt.Errorf("%w: bearer token: malformed", admission.ErrUnauthenticated),
 			Header: http.Header{"Www-Authenticate": {`Bearer resource_metadata="` + b.mdURL + `", error="invalid_token"`}}}
 	}
-	return out, nil
-}
-
-// withTokenInfo returns r with ti as the go-sdk's TokenInfo (which its
-// handlers give method handlers as RequestExtra.TokenInfo and its session
-// binding compares), set the only way the go-sdk lets one: through its
-// RequireBearerToken middleware, with a verifier that answers ti (the
-// token was verified already). nil when the middleware would not take
-// the request's Authorization header.
-func withTokenInfo(r *http.Request, ti *goauth.TokenInfo) *http.Request {
-	var out *http.Request
-	goauth.RequireBearerToken(func(context.Context, string, *http.Request) (*goauth.TokenInfo, error) { return ti, nil },
-		&goauth.RequireBearerTokenOptions{ClockSkew: time.Minute})(
-		http.HandlerFunc(func(_ http.ResponseWriter, r2 *http.Request) { out = r2 })).ServeHTTP(discardWriter{}, r)
-	return out
+	b.ok.Inc()
+	return r.WithContext(withVerified(r.Context(), vt)), nil
 }
 
 // discardWriter is a ResponseWriter that keeps nothing.

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
@@ -220,13 +219,10 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 	defer l.later.Close() // the backend bodies' ends, after the response
 	ctx, cancel := context.WithCancel(l.base)
 	defer cancel()
-	ti := goauth.TokenInfoFromContext(req.Context())
-	req = req.WithContext(ctx)
-	if ti != nil { // the caller's verified token (admitLane), on the call's own context
-		if req = withTokenInfo(req, ti); req == nil {
-			return false, false // given back: the server refuses it
-		}
+	if vt := verifiedOf(req.Context()); vt != nil { // the caller's verified token (authenticate), on the call's own context
+		ctx = withVerified(ctx, vt)
 	}
+	req = req.WithContext(ctx)
 	req.RemoteAddr = l.remote
 	lw := &laneWriter{header: make(http.Header, 1), later: &l.later}
 	l.watch(cancel)
@@ -508,7 +504,7 @@ func (e *Edge) laneSession(r *http.Request) *session.Session {
 	if s == nil || s.Record().Phase() == evidence.PhaseNone {
 		return nil
 	}
-	if s.Record().Owner() != sessionstore.OwnerHash(ident) {
+	if s.Record().Owner() != ownerOf(r, ident) {
 		return nil
 	}
 	return s

@@ -48,7 +48,7 @@ func (e *Edge) serveSession(h http.Handler, w http.ResponseWriter, r *http.Reque
 		http.Error(w, "session not found", http.StatusNotFound) // no store lookup for a malformed id
 		return
 	}
-	owner := sessionstore.OwnerHash(ident)
+	owner := ownerOf(r, ident)
 	s := e.reg.Lookup(sid)
 	if s != nil && s.Record().Phase() == evidence.PhaseNone {
 		// Being rebuilt (or initialized): wait for the rebuild, if any.

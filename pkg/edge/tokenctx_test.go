@@ -1,0 +1,97 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/fleetgate/fleetgate/pkg/auth"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+)
+
+type otherKey struct{}
+
+// TestTokenContext checks what a request's context with a verified token
+// answers: the go-sdk's TokenInfo, the verifiedToken, the request's own
+// values, and the request's cancellation (without a goroutine of
+// context's own to carry it).
+func TestTokenContext(t *testing.T) {
+	id := &auth.Identity{Issuer: "https://issuer.example", Subject: "alice", Expiry: time.Now().Add(time.Hour)}
+	var tokens verifiedTokens
+	vt := tokens.of(id)
+	if vt == nil {
+		t.Fatal("no verifiedToken")
+	}
+	if again := tokens.of(id); again != vt {
+		t.Fatal("a second lookup made another verifiedToken")
+	}
+	if other := tokens.of(&auth.Identity{Issuer: id.Issuer, Subject: "bob"}); other == vt || other.ti.UserID == vt.ti.UserID {
+		t.Fatal("two identities share a verifiedToken")
+	}
+	if vt.ti.UserID != tokenUser(id) || tokenIdentity(vt.ti) != id {
+		t.Fatalf("TokenInfo %+v does not name %+v", vt.ti, id)
+	}
+	if vt.owner != sessionstore.OwnerHash(tokenUser(id)) {
+		t.Fatal("owner hash differs from sessionstore.OwnerHash")
+	}
+
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "mine"))
+	ctx := withVerified(parent, vt)
+	if got := goauth.TokenInfoFromContext(ctx); got != vt.ti {
+		t.Fatalf("go-sdk TokenInfo %v, want %v", got, vt.ti)
+	}
+	if verifiedOf(ctx) != vt || verifiedOf(parent) != nil {
+		t.Fatal("verifiedOf answers wrong")
+	}
+	if ctx.Value(otherKey{}) != "mine" {
+		t.Fatal("the request's own value is lost")
+	}
+	if goauth.TokenInfoFromContext(vt.ctx) != vt.ti || vt.ctx.Value(otherKey{}) != nil {
+		t.Fatal("the token's context carries more than its TokenInfo")
+	}
+
+	before := runtime.NumGoroutine()
+	child, stop := context.WithCancel(ctx)
+	defer stop()
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("WithCancel on a token context started %d goroutines", n-before)
+	}
+	cancel()
+	select {
+	case <-child.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's cancellation did not reach a child context")
+	}
+	if !errors.Is(child.Err(), context.Canceled) {
+		t.Fatalf("child error %v", child.Err())
+	}
+
+	// ownerOf takes the token's hash only for the token's own user.
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
+	if got := ownerOf(r, vt.ti.UserID); got != vt.owner {
+		t.Fatalf("ownerOf the token's user %q", got)
+	}
+	if got := ownerOf(r, "someone else"); got != sessionstore.OwnerHash("someone else") {
+		t.Fatalf("ownerOf another identity %q", got)
+	}
+}
+
+
+// TestVerifiedTokensBounded: the cache of verifiedTokens never holds more
+// than maxVerifiedTokens.
+func TestVerifiedTokensBounded(t *testing.T) {
+	var tokens verifiedTokens
+	for i := range maxVerifiedTokens + 10 {
+		if tokens.of(&auth.Identity{Issuer: "i", Subject: string(rune('a' + i%26))}) == nil {
+			t.Fatal("no verifiedToken")
+		}
+		if n := len(tokens.m); n > maxVerifiedTokens {
+			t.Fatalf("%d entries, at most %d", n, maxVerifiedTokens)
+		}
+	}
+}
