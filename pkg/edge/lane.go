@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"

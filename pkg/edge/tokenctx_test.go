@@ -81,7 +81,6 @@ func TestTokenContext(t *testing.T) {
 	}
 }
 
-
 // TestVerifiedTokensBounded: the cache of verifiedTokens never holds more
 // than maxVerifiedTokens.
 func TestVerifiedTokensBounded(t *testing.T) {
