@@ -32,6 +32,10 @@ type AuthOptions struct {
 	// HTTPClient fetches the issuer's metadata and keys (nil: a default
 	// one that follows no redirects).
 	HTTPClient *http.Client
+	// MinRefetchInterval is the least time between two fetches of the
+	// issuer's keys (a token of an unknown kid refetches them at most
+	// this often); zero: auth.DefaultMinRefetchInterval.
+	MinRefetchInterval time.Duration
 }
 
 // bearer is the edge's resource-server side: the verifier, the RFC 9728
@@ -69,7 +73,7 @@ func newBearer(o *AuthOptions, identityHeader, listen string, reg prometheus.Reg
 		return nil, fmt.Errorf("%w: resource URL: %w", errAuthOptions, err)
 	}
 	if b.v, err = auth.NewVerifier(auth.Options{Issuer: o.Issuer, Audience: aud, Scopes: o.Scopes,
-		JWKSURL: o.JWKSURL, HTTPClient: o.HTTPClient}); err != nil {
+		JWKSURL: o.JWKSURL, HTTPClient: o.HTTPClient, MinRefetchInterval: o.MinRefetchInterval}); err != nil {
 		return nil, fmt.Errorf("%w: %w", errAuthOptions, err)
 	}
 	b.meta = auth.MetadataHandler(auth.NewMetadata(b.resourceURL, o.Issuer, o.Scopes))

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,5 +289,57 @@ func TestEdgeAdminGuard(t *testing.T) {
 		if got := get(tc.path, tc.host, tc.token); got != tc.want {
 			t.Errorf("GET %s (Host %q, token %q): %d, want %d", tc.path, tc.host, tc.token, got, tc.want)
 		}
+	}
+}
+
+// The issuer rotates its keys under a live edge: a session goes on with
+// a refreshed token signed by the new key (an unknown kid refetches the
+// keys), a new session opens with one, and once the old key is retired
+// and the edge has refetched, a new token of the old key is refused with
+// the contract's challenge.
+func TestBearerKeyRotation(t *testing.T) {
+	f := newFleet(t)
+	f.healthyBackend("default", startBackend(t, "alpha", nil))
+	iss := issuertest.New(t, nil)
+	e := startEdge(t, f, &Options{CallTimeout: 10 * time.Second,
+		Auth: &AuthOptions{Issuer: iss.URL(), HTTPClient: iss.Client(), MinRefetchInterval: time.Millisecond}})
+	old := iss.KeyID()
+	tok := iss.Mint(iss.Claims("alice", e.MCPURL()))
+	var mu sync.Mutex
+	current := func() string { mu.Lock(); defer mu.Unlock(); return tok }
+	c := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(current))
+	if got := text(c.call(t, "alpha_echo", map[string]any{"text": "one"})); !strings.HasSuffix(got, "one") {
+		t.Fatalf("call with the first key: %q", got)
+	}
+	fetched := iss.Hits(issuertest.HitJWKS)
+
+	fresh := iss.Rotate(jose.ES256)
+	mu.Lock()
+	tok = iss.Mint(iss.Claims("alice", e.MCPURL()))
+	mu.Unlock()
+	if got := text(c.call(t, "alpha_echo", map[string]any{"text": "two"})); !strings.HasSuffix(got, "two") {
+		t.Fatalf("call with a token of the new key %s: %q", fresh, got)
+	}
+	if n := iss.Hits(issuertest.HitJWKS); n <= fetched {
+		t.Fatalf("the new kid did not refetch the keys (%d fetches, %d before)", n, fetched)
+	}
+	bob := iss.Mint(iss.Claims("bob", e.MCPURL()))
+	c2 := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return bob }))
+	if got := text(c2.call(t, "alpha_echo", map[string]any{"text": "three"})); !strings.HasSuffix(got, "three") {
+		t.Fatalf("a new session with the new key: %q", got)
+	}
+
+	iss.Retire(old)
+	// A kid the edge has not seen makes it refetch: the old key is gone.
+	if res := postWithToken(t, e.MCPURL(), "", iss.MintForged(jose.RS256, "no-such-kid", iss.Claims("carol", e.MCPURL())), initBody); res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an unknown kid: %d", res.StatusCode)
+	}
+	md := `Bearer resource_metadata="http://` + e.mcpLn.Addr().String() + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
+	res := postWithToken(t, e.MCPURL(), "", iss.MintWith(old, iss.Claims("carol", e.MCPURL())), initBody)
+	if res.StatusCode != http.StatusUnauthorized || res.Header.Get("WWW-Authenticate") != md {
+		t.Fatalf("a new token of the retired key: %d %q", res.StatusCode, res.Header.Get("WWW-Authenticate"))
+	}
+	if got := text(c.call(t, "alpha_echo", map[string]any{"text": "four"})); !strings.HasSuffix(got, "four") {
+		t.Fatalf("the session on the new key after the retirement: %q", got)
 	}
 }
