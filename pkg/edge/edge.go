@@ -235,6 +235,7 @@ type Edge struct {
 	// fastCalls holds the cancel functions of the calls Edge.fastCall is
 	// answering, by session id and request id.
 	fastCalls sync.Map
+	tasks     sync.Map // session id -> *sessionTasks (tasks.go)
 
 	adm *admitter // the admission gate (admit.go)
 

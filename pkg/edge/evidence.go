@@ -193,7 +193,10 @@ func (o sessionObserver) StreamAttached(s *session.Session) {
 }
 
 // Forgotten ends s's resource subscriptions.
-func (o sessionObserver) Forgotten(s *session.Session) { o.e.subs.drop(o.e, s) }
+func (o sessionObserver) Forgotten(s *session.Session) {
+	o.e.subs.drop(o.e, s)
+	o.e.tasks.Delete(s.ID())
+}
 
 // IdleEnded deletes the record of s, ended for idleness: it is over on
 // every edge, not left for another to rebuild.

@@ -31,6 +31,7 @@ func (e *Edge) newSession(id, kind, protocol, ident string) *session.Session {
 	srv.AddReceivingMiddleware(e.receiving(s))
 	srv.AddReceivingMiddleware(e.evidence(s)) // outside receiving: sees its results
 	srv.AddReceivingMiddleware(e.checkingParamHeaders)
+	srv.AddReceivingMiddleware(e.taskFields(s)) // outermost: adds what the go-sdk's types cannot carry
 	s.Bind(srv)
 	return s
 }

@@ -47,6 +47,7 @@ type Served struct {
 	// built on first use (Items): only an edge with a policy needs them.
 	itemsOnce sync.Once
 	items     *policy.ItemSet
+	exec      executionsOnce // ToolExecutions
 }
 
 // Items is the view's tools, prompts and resources as the tool policy

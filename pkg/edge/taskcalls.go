@@ -1,0 +1,216 @@
+package edge
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
+)
+
+// relatedTask is the _meta key of a task's related messages.
+const relatedTask = "io.modelcontextprotocol/related-task"
+
+// taskCall forwards a tools/call with a task to the tool's backend and
+// answers its CreateTaskResult with the task under the edge's id (kept
+// in s's table). A tool the caller may not use is unknown; one whose
+// definition has no task support is refused as the spec says (-32601).
+func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestExtra, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil || name == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: no tool name"}
+	}
+	rt, err := e.resolve(toolCall{s: s, ident: e.identityOf(x), ti: tokenInfoOf(x), name: name})
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, ErrUnavailable)}
+	}
+	if e.current().ToolExecutions().TaskSupport(name) == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %q cannot run as a task", name)}
+	}
+	fwd := make(map[string]json.RawMessage, len(params))
+	for k, v := range params {
+		fwd[k] = v
+	}
+	fwd["name"], _ = json.Marshal(rt.tool.Original)
+	if m, ok := fwd["_meta"]; ok {
+		if fwd["_meta"] = forwardMeta(m); fwd["_meta"] == nil {
+			delete(fwd, "_meta")
+		}
+	}
+	body, err := json.Marshal(fwd)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params not encodable"}
+	}
+	raw, err := e.pool.Request(ctx, rt.tool.Backend, rt.cfg, "tools/call", body, nil)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	out, bid, ok := swapTaskID(raw, []string{"task"}, func(id string) string { return taskID(rt.tool.Backend, id) })
+	if !ok {
+		return raw, nil // no task made: the backend answered the call itself
+	}
+	e.sessionTasksOf(s, true).add(taskID(rt.tool.Backend, bid), taskRef{backend: rt.tool.Backend, id: bid})
+	return out, nil
+}
+
+// forwardMeta is a request's _meta without the protocol's own members
+// (as callMeta); nil when nothing is left or m is not an object.
+func forwardMeta(m json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(m, &fields) != nil {
+		return nil
+	}
+	for k := range fields {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			delete(fields, k)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(fields)
+	return b
+}
+
+// taskMethod forwards tasks/get, tasks/result or tasks/cancel of one of
+// s's tasks to its backend, under the backend's id, and answers with the
+// edge's id in the result.
+func (e *Edge) taskMethod(ctx context.Context, s *session.Session, method string, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	var id string
+	if json.Unmarshal(params["taskId"], &id) != nil || id == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": no taskId"}
+	}
+	t := e.sessionTasksOf(s, false)
+	ref, ok := taskRef{}, false
+	if t != nil {
+		ref, ok = t.get(id)
+	}
+	if !ok {
+		return nil, errTaskNotFound(id)
+	}
+	cfg, ok := e.backendConfig(ref.backend)
+	if !ok { // its backend left the view: the task went with it
+		t.drop(id)
+		return nil, errTaskNotFound(id)
+	}
+	fwd := map[string]json.RawMessage{}
+	fwd["taskId"], _ = json.Marshal(ref.id)
+	body, _ := json.Marshal(fwd)
+	raw, err := e.pool.Request(ctx, ref.backend, cfg, method, body, nil)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	path := []string(nil) // tasks/get and tasks/cancel answer a Task
+	if method == "tasks/result" {
+		path = []string{"_meta", relatedTask}
+	}
+	if out, _, ok := swapTaskID(raw, path, func(string) string { return id }); ok {
+		return out, nil
+	}
+	return raw, nil // a result without the backend's task id: nothing of the backend's to hide
+}
+
+// tasksPage is how many tasks one tasks/list page holds.
+const tasksPage = 50
+
+// listTasks answers tasks/list with s's tasks, oldest first, each as its
+// backend's tasks/get gives it now; a task its backend no longer knows
+// leaves the table. The cursor is opaque to the client.
+func (e *Edge) listTasks(ctx context.Context, s *session.Session, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	from := 0
+	if c, ok := params["cursor"]; ok && string(c) != "null" {
+		var cursor string
+		n, err := -1, json.Unmarshal(c, &cursor)
+		if err == nil {
+			var b []byte
+			if b, err = base64.RawURLEncoding.DecodeString(cursor); err == nil && strings.HasPrefix(string(b), "tasks:") {
+				n, err = strconv.Atoi(strings.TrimPrefix(string(b), "tasks:"))
+			}
+		}
+		if err != nil || n < 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tasks/list: invalid cursor"}
+		}
+		from = n
+	}
+	var ids []string
+	if t := e.sessionTasksOf(s, false); t != nil {
+		ids = t.ids()
+	}
+	if from > len(ids) {
+		from = len(ids)
+	}
+	page := ids[from:min(from+tasksPage, len(ids))]
+	got := make([]json.RawMessage, len(page))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, id := range page {
+		g.Go(func() error {
+			q, _ := json.Marshal(id)
+			res, rerr := e.taskMethod(gctx, s, "tasks/get", map[string]json.RawMessage{"taskId": q})
+			switch {
+			case rerr == nil:
+				got[i] = res
+			case rerr.Code == jsonrpc.CodeInvalidParams: // gone at its backend (expired, deleted)
+				if t := e.sessionTasksOf(s, false); t != nil {
+					t.drop(id)
+				}
+			}
+			return nil // a backend that fails now leaves its task out of this page
+		})
+	}
+	_ = g.Wait()
+	out := struct {
+		Tasks      []json.RawMessage `json:"tasks"`
+		NextCursor string            `json:"nextCursor,omitempty"`
+	}{Tasks: []json.RawMessage{}}
+	for _, r := range got {
+		if r != nil {
+			out.Tasks = append(out.Tasks, r)
+		}
+	}
+	if end := from + len(page); end < len(ids) {
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("tasks:" + strconv.Itoa(end)))
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks/list: not encodable"}
+	}
+	return b, nil
+}
+
+// swapTaskID replaces the taskId of the object at path in obj (a JSON
+// object; path nil: obj itself) by to(old) and returns the result and the
+// old id; ok is false when there is no string taskId there.
+func swapTaskID(obj json.RawMessage, path []string, to func(string) string) (json.RawMessage, string, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil || m == nil {
+		return nil, "", false
+	}
+	var old string
+	if len(path) == 0 {
+		if json.Unmarshal(m["taskId"], &old) != nil || old == "" {
+			return nil, "", false
+		}
+		m["taskId"], _ = json.Marshal(to(old))
+	} else {
+		inner, ok := m[path[0]]
+		if !ok {
+			return nil, "", false
+		}
+		if m[path[0]], old, ok = swapTaskID(inner, path[1:], to); !ok {
+			return nil, "", false
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, "", false
+	}
+	return b, old, true
+}
