@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // relatedTask is the _meta key of a task's related messages.
@@ -56,7 +57,12 @@ func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestE
 	if !ok {
 		return raw, nil // no task made: the backend answered the call itself
 	}
-	e.sessionTasksOf(s, true).add(taskID(rt.tool.Backend, bid), taskRef{backend: rt.tool.Backend, id: bid})
+	if len(bid) > sessionstore.MaxTaskID {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: its backend's task id is longer than %d bytes", name, sessionstore.MaxTaskID)}
+	}
+	t := e.sessionTasksOf(s, true)
+	t.add(taskID(rt.tool.Backend, bid), taskRef{backend: rt.tool.Backend, id: bid})
+	e.tasksChanged(s, t)
 	return out, nil
 }
 
@@ -98,6 +104,7 @@ func (e *Edge) taskMethod(ctx context.Context, s *session.Session, method string
 	cfg, ok := e.backendConfig(ref.backend)
 	if !ok { // its backend left the view: the task went with it
 		t.drop(id)
+		e.tasksChanged(s, t)
 		return nil, errTaskNotFound(id)
 	}
 	fwd := map[string]json.RawMessage{}
@@ -160,6 +167,7 @@ func (e *Edge) listTasks(ctx context.Context, s *session.Session, params map[str
 			case rerr.Code == jsonrpc.CodeInvalidParams: // gone at its backend (expired, deleted)
 				if t := e.sessionTasksOf(s, false); t != nil {
 					t.drop(id)
+					e.tasksChanged(s, t)
 				}
 			}
 			return nil // a backend that fails now leaves its task out of this page

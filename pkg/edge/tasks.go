@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Tasks (MCP 2025-11-25, experimental) through the edge. A client of the
@@ -27,15 +28,15 @@ import (
 // and tasks/list of a session held here (Edge.post). A task lives at the
 // backend whose tool made it, which knows the edge's pooled session only,
 // not the client: every task a session creates is kept in that session's
-// table, under an id unique across backends (taskID), and a task method
-// reaches only the tasks of its own session's table. tasks/list lists
+// table (and its session record, so that an edge that rebuilds the
+// session has them too), under an id unique across backends (taskID), and
+// a task method reaches only the tasks of its own session's table. tasks/list lists
 // them by asking their backends for each (tasks/get).
 //
 // Left out: a task's notifications/tasks/status and the requests a
 // backend sends while a task waits for input (they would need a stream
-// per task); a session's tasks when it moves to another edge (the table
-// is this edge's); tasks over the 2026-07-28 protocol (an extension
-// there) and in optimizer mode.
+// per task); tasks over the 2026-07-28 protocol (an extension there) and
+// in optimizer mode.
 
 // taskRef is where a task lives: its backend and the backend's id for it.
 type taskRef struct{ backend, id string }
@@ -50,8 +51,9 @@ type sessionTasks struct {
 	order []string // oldest first
 }
 
-// maxSessionTasks bounds a session's table; the oldest task goes first.
-const maxSessionTasks = 256
+// maxSessionTasks bounds a session's table (as its record's); the oldest
+// task goes first.
+const maxSessionTasks = sessionstore.MaxTasks
 
 func (t *sessionTasks) add(id string, ref taskRef) {
 	t.mu.Lock()
@@ -89,6 +91,37 @@ func (t *sessionTasks) drop(id string) {
 			t.order = append(t.order[:i:i], t.order[i+1:]...)
 			break
 		}
+	}
+}
+
+// refsOf is the table as its session record keeps it, oldest first.
+func (t *sessionTasks) refsOf() []sessionstore.TaskRef {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]sessionstore.TaskRef, 0, len(t.order))
+	for _, id := range t.order {
+		r := t.refs[id]
+		out = append(out, sessionstore.TaskRef{Backend: r.backend, ID: r.id})
+	}
+	return out
+}
+
+// tasksChanged writes s's table into its record.
+func (e *Edge) tasksChanged(s *session.Session, t *sessionTasks) {
+	if s.Record().SetTasks(t.refsOf()) {
+		e.recs.Enqueue(s)
+	}
+}
+
+// restoreTasks fills the table of s, rebuilt here from its stored record,
+// with the record's tasks.
+func (e *Edge) restoreTasks(s *session.Session, refs []sessionstore.TaskRef) {
+	if len(refs) == 0 {
+		return
+	}
+	t := e.sessionTasksOf(s, true)
+	for _, r := range refs { // bounded and checked by the store
+		t.add(taskID(r.Backend, r.ID), taskRef{backend: r.Backend, id: r.ID})
 	}
 }
 

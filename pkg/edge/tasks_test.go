@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // rawSession is a client of the session-based protocol written by hand:
@@ -261,5 +262,43 @@ func TestTasksThroughEdge(t *testing.T) {
 	gc := connect(t, e.MCPURL(), "2025-11-25")
 	if got := text(gc.call(t, "alpha_plain", map[string]any{"text": "sdk"})); got != "done sdk" {
 		t.Fatalf("go-sdk client call: %q", got)
+	}
+}
+
+// A session's tasks are in its record: the session, rebuilt on another
+// edge, still reaches them; the record drops a task its backend forgot.
+func TestTasksMoveWithSession(t *testing.T) {
+	f := newSharedFleet(t)
+	alpha := startTaskBackend(t, "alpha")
+	addTaskBackend(f.fleet, alpha)
+	anonymous := func(o *Options) { o.IdentityHeader = "" }
+	a := startRecordEdge(t, f, "a", nil, anonymous)
+	b := startRecordEdge(t, f, "b", nil, anonymous)
+	for _, e := range []*Edge{a.Edge, b.Edge} {
+		eventually(t, 10*time.Second, "alpha served", func() bool { _, ok := e.current().Catalog.Tool("alpha_slow"); return ok })
+	}
+	c, _ := openRaw(t, a.MCPURL())
+	var created struct{ Task wireTask }
+	c.ok("tools/call", map[string]any{"name": "alpha_slow", "arguments": map[string]any{"text": "moved"}, "task": map[string]any{}}, &created)
+	eventually(t, 10*time.Second, "the task in the stored record", func() bool {
+		rec := stored(t, a.Edge, c.sid)
+		return rec != nil && len(rec.Tasks) == 1 && rec.Tasks[0] == sessionstore.TaskRef{Backend: "alpha", ID: "t-1"}
+	})
+	moved := &rawSession{t: t, url: b.MCPURL(), sid: c.sid, n: 100}
+	var task wireTask
+	moved.ok("tasks/get", map[string]any{"taskId": created.Task.TaskID}, &task)
+	if task.TaskID != "alpha/t-1" || task.Status != "working" {
+		t.Fatalf("tasks/get on edge b: %+v", task)
+	}
+	alpha.Complete("t-1")
+	var result struct{ Content []struct{ Text string } }
+	moved.ok("tasks/result", map[string]any{"taskId": "alpha/t-1"}, &result)
+	if len(result.Content) != 1 || result.Content[0].Text != "done moved" {
+		t.Fatalf("tasks/result on edge b: %+v", result)
+	}
+	var tl struct{ Tasks []wireTask }
+	moved.ok("tasks/list", nil, &tl)
+	if len(tl.Tasks) != 1 || tl.Tasks[0].TaskID != "alpha/t-1" || tl.Tasks[0].Status != "completed" {
+		t.Fatalf("tasks/list on edge b: %+v", tl)
 	}
 }

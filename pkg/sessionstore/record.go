@@ -67,6 +67,35 @@ type Record struct {
 	// (resources/subscribe), at most MaxSubscriptions of at most
 	// MaxSubscriptionURI bytes each.
 	Subscriptions []string `json:"subscriptions,omitempty"`
+	// Tasks are the tasks (MCP 2025-11-25) the client created through the
+	// gateway, oldest first: at most MaxTasks, of non-empty backend names
+	// and ids of at most MaxTaskID bytes each.
+	Tasks []TaskRef `json:"tasks,omitempty"`
+}
+
+// TaskRef is one task of a session: where it lives and its id there.
+type TaskRef struct {
+	Backend string `json:"backend"`
+	ID      string `json:"id"`
+}
+
+// Bounds of a record's tasks.
+const (
+	MaxTasks  = 64
+	MaxTaskID = 256
+)
+
+// validTasks reports whether ts are within the bounds.
+func validTasks(ts []TaskRef) bool {
+	if len(ts) > MaxTasks {
+		return false
+	}
+	for _, t := range ts {
+		if t.Backend == "" || t.ID == "" || len(t.Backend) > MaxTaskID || len(t.ID) > MaxTaskID {
+			return false
+		}
+	}
+	return true
 }
 
 // Bounds of a record's subscriptions.
@@ -138,6 +167,9 @@ func encodeRecord(r *Record) ([]byte, error) {
 	if !validSubscriptions(r.Subscriptions) {
 		return nil, fmt.Errorf("session %q: %d subscriptions: %w", r.ID, len(r.Subscriptions), ErrInvalid)
 	}
+	if !validTasks(r.Tasks) {
+		return nil, fmt.Errorf("session %q: %d tasks: %w", r.ID, len(r.Tasks), ErrInvalid)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep the client's params as sent
@@ -165,6 +197,9 @@ func decodeRecord(id string, b []byte) (*Record, error) {
 	}
 	if !validSubscriptions(r.Subscriptions) {
 		return nil, fmt.Errorf("session %q: %d stored subscriptions: %w", id, len(r.Subscriptions), ErrInvalid)
+	}
+	if !validTasks(r.Tasks) {
+		return nil, fmt.Errorf("session %q: %d stored tasks: %w", id, len(r.Tasks), ErrInvalid)
 	}
 	return r, nil
 }

@@ -91,3 +91,36 @@ func TestOwnerHash(t *testing.T) {
 		}
 	}
 }
+
+// A record's tasks are bounded in count and size, on the way in and out.
+func TestRecordTasksBounded(t *testing.T) {
+	r := newRecord("AAAAAAAAAAAA", t0)
+	r.Tasks = []TaskRef{{Backend: "alpha", ID: "t-1"}}
+	b, err := encodeRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeRecord(r.ID, b)
+	if err != nil || len(back.Tasks) != 1 || back.Tasks[0] != r.Tasks[0] {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	many := make([]TaskRef, MaxTasks+1)
+	for i := range many {
+		many[i] = TaskRef{Backend: "alpha", ID: "t"}
+	}
+	for name, ts := range map[string][]TaskRef{
+		"too many":   many,
+		"empty id":   {{Backend: "alpha"}},
+		"no backend": {{ID: "t-1"}},
+		"long id":    {{Backend: "alpha", ID: strings.Repeat("x", MaxTaskID+1)}},
+	} {
+		r.Tasks = ts
+		if _, err := encodeRecord(r); err == nil {
+			t.Errorf("%s: encoded", name)
+		}
+		stored, _ := json.Marshal(r)
+		if _, err := decodeRecord(r.ID, stored); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}

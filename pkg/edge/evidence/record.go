@@ -98,6 +98,16 @@ func (r *Record) SetLogLevel(level string) (changed bool) {
 	return changed
 }
 
+// SetTasks notes the session's tasks (oldest first).
+func (r *Record) SetTasks(ts []sessionstore.TaskRef) (changed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed = !slices.Equal(r.rec.Tasks, ts)
+	r.rec.Tasks = ts
+	r.dirty = r.dirty || changed
+	return changed
+}
+
 // SetSubscriptions notes the session's resource subscriptions (sorted).
 func (r *Record) SetSubscriptions(uris []string) (changed bool) {
 	r.mu.Lock()
