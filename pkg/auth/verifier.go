@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -100,6 +101,21 @@ type Identity struct {
 	Claims map[string]any
 	// Expiry is the token's exp.
 	Expiry time.Time
+
+	memo atomic.Pointer[any] // Memo's value
+}
+
+// Memo returns the value a caller derived from id (made by mk on first
+// use, once kept for good): what a server builds once per verified token
+// lives exactly as long as the verifier keeps the identity in its token
+// cache, and goes with it.
+func (id *Identity) Memo(mk func(*Identity) any) any {
+	if p := id.memo.Load(); p != nil {
+		return *p
+	}
+	v := mk(id)
+	id.memo.CompareAndSwap(nil, &v)
+	return *id.memo.Load()
 }
 
 // Verifier verifies JWT access tokens. It is safe for concurrent use.

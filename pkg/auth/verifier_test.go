@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,5 +269,34 @@ func TestVerifyRequestCached(t *testing.T) {
 	clk.Add(2 * time.Hour)
 	if _, err := v.VerifyRequest(r); !errors.Is(err, auth.ErrExpired) {
 		t.Fatalf("expired, cached: %v", err)
+	}
+}
+
+// Memo gives every caller the one value kept (however many make it at once), and
+// a cached token's identity carries it to the next request.
+func TestIdentityMemo(t *testing.T) {
+	iss, v, _ := setup(t, nil, auth.Options{})
+	tok := iss.Mint(iss.Claims("alice", audience))
+	id, err := v.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made atomic.Int32
+	mk := func(id *auth.Identity) any { made.Add(1); return id.Subject + "!" }
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if got := id.Memo(mk); got != "alice!" {
+				t.Errorf("Memo = %v", got)
+			}
+		})
+	}
+	wg.Wait()
+	again, err := v.Verify(context.Background(), tok)
+	if err != nil || again.Memo(func(*auth.Identity) any { return "other" }) != "alice!" {
+		t.Fatalf("the cached identity lost its memo: %v", err)
+	}
+	if n := made.Load(); n < 1 || n > 8 {
+		t.Fatalf("made %d times", n)
 	}
 }

@@ -48,7 +48,6 @@ type bearer struct {
 	meta        http.Handler
 	results     *prometheus.CounterVec
 	ok          prometheus.Counter // results{ok}
-	tokens      verifiedTokens
 }
 
 // errAuthOptions: Options.Auth cannot be used.
@@ -123,7 +122,7 @@ func (e *Edge) authenticate(r *http.Request) (*http.Request, *admission.Refusal)
 		}
 		return r, f
 	}
-	vt := b.tokens.of(id)
+	vt := verifiedTokenOf(id)
 	if vt == nil { // the go-sdk would not take its TokenInfo: refused as malformed
 		b.results.WithLabelValues("refused", "malformed").Inc()
 		return r, &admission.Refusal{Status: http.StatusUnauthorized, Reason: "auth_malformed",

@@ -3,7 +3,6 @@ package edge
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -16,7 +15,7 @@ import (
 // give method handlers as RequestExtra.TokenInfo and its session binding
 // compares) and what the edge derives from it. All of it is made once
 // per token the verifier caches, not once per request: a cached caller's
-// request pays a map lookup and one context wrapper.
+// request pays an atomic load and one context wrapper.
 
 // verifiedToken is what one verified token gives its requests.
 type verifiedToken struct {
@@ -54,33 +53,11 @@ func newVerifiedToken(id *auth.Identity) *verifiedToken {
 // token's expiry: the verifier decided it, with its own leeway.
 const tokenInfoSkew = 1 << 62
 
-// verifiedTokens are the verifiedTokens of the identities the verifier
-// has cached, by the verifier's identity pointer (one per cached token).
-type verifiedTokens struct {
-	mu sync.Mutex
-	m  map[*auth.Identity]*verifiedToken
-}
-
-// maxVerifiedTokens bounds verifiedTokens; full, it starts over.
-const maxVerifiedTokens = 4096
-
-// of returns id's verifiedToken, made on first use; nil as newVerifiedToken.
-func (t *verifiedTokens) of(id *auth.Identity) *verifiedToken {
-	t.mu.Lock()
-	vt, ok := t.m[id]
-	t.mu.Unlock()
-	if ok {
-		return vt
-	}
-	if vt = newVerifiedToken(id); vt == nil {
-		return nil
-	}
-	t.mu.Lock()
-	if t.m == nil || len(t.m) >= maxVerifiedTokens {
-		t.m = make(map[*auth.Identity]*verifiedToken)
-	}
-	t.m[id] = vt
-	t.mu.Unlock()
+// verifiedTokenOf is id's verifiedToken: made on first use and kept with
+// the identity (auth.Identity.Memo), which the verifier shares among the
+// requests of one token while it caches it; nil as newVerifiedToken.
+func verifiedTokenOf(id *auth.Identity) *verifiedToken {
+	vt, _ := id.Memo(func(id *auth.Identity) any { return newVerifiedToken(id) }).(*verifiedToken)
 	return vt
 }
 

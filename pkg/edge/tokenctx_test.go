@@ -22,15 +22,14 @@ type otherKey struct{}
 // context's own to carry it).
 func TestTokenContext(t *testing.T) {
 	id := &auth.Identity{Issuer: "https://issuer.example", Subject: "alice", Expiry: time.Now().Add(time.Hour)}
-	var tokens verifiedTokens
-	vt := tokens.of(id)
+	vt := verifiedTokenOf(id)
 	if vt == nil {
 		t.Fatal("no verifiedToken")
 	}
-	if again := tokens.of(id); again != vt {
+	if again := verifiedTokenOf(id); again != vt {
 		t.Fatal("a second lookup made another verifiedToken")
 	}
-	if other := tokens.of(&auth.Identity{Issuer: id.Issuer, Subject: "bob"}); other == vt || other.ti.UserID == vt.ti.UserID {
+	if other := verifiedTokenOf(&auth.Identity{Issuer: id.Issuer, Subject: "bob"}); other == vt || other.ti.UserID == vt.ti.UserID {
 		t.Fatal("two identities share a verifiedToken")
 	}
 	if vt.ti.UserID != tokenUser(id) || tokenIdentity(vt.ti) != id {
@@ -78,19 +77,5 @@ func TestTokenContext(t *testing.T) {
 	}
 	if got := ownerOf(r, "someone else"); got != sessionstore.OwnerHash("someone else") {
 		t.Fatalf("ownerOf another identity %q", got)
-	}
-}
-
-// TestVerifiedTokensBounded: the cache of verifiedTokens never holds more
-// than maxVerifiedTokens.
-func TestVerifiedTokensBounded(t *testing.T) {
-	var tokens verifiedTokens
-	for i := range maxVerifiedTokens + 10 {
-		if tokens.of(&auth.Identity{Issuer: "i", Subject: string(rune('a' + i%26))}) == nil {
-			t.Fatal("no verifiedToken")
-		}
-		if n := len(tokens.m); n > maxVerifiedTokens {
-			t.Fatalf("%d entries, at most %d", n, maxVerifiedTokens)
-		}
 	}
 }
