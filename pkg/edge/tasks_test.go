@@ -17,7 +17,7 @@ import (
 // rawSession is a client of the session-based protocol written by hand:
 // the go-sdk client has no task methods.
 type rawSession struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	sid string
 	n   int
@@ -78,7 +78,7 @@ func (c *rawSession) post(method string, params any) (*http.Response, rpcReply) 
 
 // openRaw initializes a rawSession on url and returns it with the
 // initialize result.
-func openRaw(t *testing.T, url string) (*rawSession, json.RawMessage) {
+func openRaw(t testing.TB, url string) (*rawSession, json.RawMessage) {
 	t.Helper()
 	c := &rawSession{t: t, url: url}
 	res, r := c.post("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},

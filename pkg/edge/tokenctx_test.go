@@ -50,7 +50,8 @@ func TestTokenContext(t *testing.T) {
 	if ctx.Value(otherKey{}) != "mine" {
 		t.Fatal("the request's own value is lost")
 	}
-	if goauth.TokenInfoFromContext(vt.ctx) != vt.ti || vt.ctx.Value(otherKey{}) != nil {
+	if goauth.TokenInfoFromContext(vt.ctx) != vt.ti || vt.ctx.Value(otherKey{}) != nil ||
+		vt.ctx.Value(http.ServerContextKey) != nil || vt.ctx.Value(http.LocalAddrContextKey) != nil {
 		t.Fatal("the token's context carries more than its TokenInfo")
 	}
 
