@@ -69,7 +69,7 @@ type tbError struct {
 	Message string `json:"message"`
 }
 
-func (e *tbError) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }
+func (e *tbError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
 
 const (
 	tbMaxBody  = 1 << 20
@@ -101,13 +101,7 @@ func (b *taskBackend) Name() string { return b.name }
 func (b *taskBackend) URL() string  { return b.ts.URL + "/mcp" }
 
 // ToolDefs returns the tool definitions exactly as tools/list returns them.
-func (b *taskBackend) ToolDefs() []json.RawMessage {
-	out := make([]json.RawMessage, len(b.tools))
-	for i, d := range b.tools {
-		out[i] = bytes.Clone(d)
-	}
-	return out
-}
+func (b *taskBackend) ToolDefs() []json.RawMessage { return tbClone(b.tools) }
 
 // Complete moves a working task to completed; it ignores unknown and
 // terminal ids.
@@ -123,29 +117,32 @@ func (b *taskBackend) Complete(taskID string) {
 func (b *taskBackend) Received(method string) []json.RawMessage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]json.RawMessage, len(b.received[method]))
-	for i, p := range b.received[method] {
-		out[i] = bytes.Clone(p)
+	return tbClone(b.received[method])
+}
+
+func tbClone(msgs []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = bytes.Clone(m)
 	}
 	return out
 }
 
 func (b *taskBackend) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("Mcp-Session-Id")
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodDelete:
+	if r.Method == http.MethodDelete {
 		b.mu.Lock()
 		known := b.sessions[sid]
 		delete(b.sessions, sid)
 		b.mu.Unlock()
-		if !known {
+		if known {
+			w.WriteHeader(http.StatusNoContent)
+		} else {
 			http.Error(w, "session not found", http.StatusNotFound)
-			return
 		}
-		w.WriteHeader(http.StatusNoContent)
 		return
-	default: // GET included: no standalone SSE stream
+	}
+	if r.Method != http.MethodPost { // GET too: there is no standalone SSE stream
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
@@ -157,15 +154,16 @@ func (b *taskBackend) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, tbMaxBody)).Decode(&msg); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return
+		} else {
+			tbWrite(w, json.RawMessage("null"), nil, &tbError{-32700, "parse error"})
 		}
-		tbWrite(w, json.RawMessage("null"), nil, &tbError{-32700, "parse error"})
 		return
 	}
 	b.mu.Lock()
 	if msg.Method == "initialize" {
 		sid = rand.Text()
 		b.sessions[sid] = true
+		w.Header().Set("Mcp-Session-Id", sid)
 	}
 	known := b.sessions[sid]
 	if known && msg.Method != "" {
@@ -175,19 +173,14 @@ func (b *taskBackend) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case sid == "":
 		http.Error(w, "missing Mcp-Session-Id", http.StatusBadRequest)
-		return
 	case !known:
 		http.Error(w, "session not found", http.StatusNotFound)
-		return
 	case msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null":
 		w.WriteHeader(http.StatusAccepted) // a notification or a response
-		return
+	default:
+		res, rerr := b.dispatch(r.Context(), msg.Method, msg.Params)
+		tbWrite(w, msg.ID, res, rerr)
 	}
-	if msg.Method == "initialize" {
-		w.Header().Set("Mcp-Session-Id", sid)
-	}
-	res, rerr := b.dispatch(r.Context(), msg.Method, msg.Params)
-	tbWrite(w, msg.ID, res, rerr)
 }
 
 func tbWrite(w http.ResponseWriter, id json.RawMessage, res any, rerr *tbError) {
@@ -219,9 +212,7 @@ func (b *taskBackend) dispatch(ctx context.Context, method string, params json.R
 	default:
 		return nil, &tbError{-32601, "method not found: " + method}
 	}
-	var p struct {
-		TaskID string `json:"taskId"`
-	}
+	var p struct{ TaskID string }
 	_ = json.Unmarshal(params, &p)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -233,19 +224,15 @@ func (b *taskBackend) dispatch(ctx context.Context, method string, params json.R
 		return nil, &tbError{-32602, "task " + p.TaskID + " is already " + k.Status}
 	case method == "tasks/cancel":
 		k.finish("cancelled", "The task was cancelled by request.")
-	case method == "tasks/result": // waits unlocked; every return below holds b.mu again
-		b.mu.Unlock()
+	case method == "tasks/result":
+		b.mu.Unlock() // wait unlocked; the deferred Unlock pairs with the Lock below
 		select {
 		case <-k.done:
-		case <-ctx.Done():
-			b.mu.Lock()
-			return nil, &tbError{-32603, "request ended"}
-		case <-b.quit:
-			b.mu.Lock()
-			return nil, &tbError{-32603, "backend closing"}
+		case <-ctx.Done(): // the requestor went away
+		case <-b.quit: // cleanup
 		}
 		b.mu.Lock()
-		if k.Status != "completed" {
+		if k.Status != "completed" { // cancelled, or still working
 			return nil, &tbError{-32603, "task " + k.Status}
 		}
 		return tbToolResult(k.text, k.ID), nil
@@ -253,13 +240,7 @@ func (b *taskBackend) dispatch(ctx context.Context, method string, params json.R
 	return json.RawMessage(tbMarshal(k)), nil // b.mu held: a consistent snapshot
 }
 
-func tbMarshal(v any) []byte {
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return data
-}
+func tbMarshal(v any) []byte { data, _ := json.Marshal(v); return data }
 
 // tbToolResult is the CallToolResult of a call with text; with a task id
 // it carries the related-task meta.
@@ -283,26 +264,18 @@ func (b *taskBackend) callTool(params json.RawMessage) (any, *tbError) {
 		return nil, &tbError{-32602, "bad tools/call params: " + err.Error()}
 	}
 	asTask := len(p.Task) > 0 && string(p.Task) != "null"
-	var task struct {
-		TTL *int64 `json:"ttl"`
-	}
+	var task struct{ TTL *int64 }
 	if asTask && (p.Task[0] != '{' || json.Unmarshal(p.Task, &task) != nil) {
 		return nil, &tbError{-32602, "params.task must be an object"}
 	}
-	switch p.Name {
-	case "slow":
-	case "needs_task":
-		if !asTask {
-			return nil, &tbError{-32601, "tool needs_task must be invoked as a task"}
-		}
-	case "plain":
-		if asTask {
-			return nil, &tbError{-32601, "tool plain does not support tasks"}
-		}
-	default:
+	switch {
+	case p.Name != "slow" && p.Name != "needs_task" && p.Name != "plain":
 		return nil, &tbError{-32602, "unknown tool " + strconv.Quote(p.Name)}
-	}
-	if !asTask {
+	case p.Name == "needs_task" && !asTask:
+		return nil, &tbError{-32601, "tool needs_task must be invoked as a task"}
+	case p.Name == "plain" && asTask:
+		return nil, &tbError{-32601, "tool plain does not support tasks"}
+	case !asTask:
 		return tbToolResult(p.Arguments.Text, ""), nil
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
@@ -319,9 +292,7 @@ func (b *taskBackend) callTool(params json.RawMessage) (any, *tbError) {
 }
 
 func (b *taskBackend) listTasks(params json.RawMessage) (any, *tbError) {
-	var p struct {
-		Cursor *string `json:"cursor"`
-	}
+	var p struct{ Cursor *string }
 	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
 		return nil, &tbError{-32602, "bad tasks/list params"}
 	}
@@ -329,9 +300,10 @@ func (b *taskBackend) listTasks(params json.RawMessage) (any, *tbError) {
 	defer b.mu.Unlock()
 	start := 0
 	if p.Cursor != nil {
-		raw, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
-		n, err2 := strconv.Atoi(strings.TrimPrefix(string(raw), "tasks@"))
-		if err != nil || err2 != nil || !strings.HasPrefix(string(raw), "tasks@") || n <= 0 || n > len(b.order) {
+		raw, _ := base64.RawURLEncoding.DecodeString(*p.Cursor)
+		digits, ok := strings.CutPrefix(string(raw), "tasks@")
+		n, err := strconv.Atoi(digits)
+		if !ok || err != nil || n <= 0 || n > len(b.order) {
 			return nil, &tbError{-32602, "bad cursor"}
 		}
 		start = n
@@ -356,7 +328,6 @@ func tbPost(ctx context.Context, c *http.Client, url, sid, method string, params
 		return nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	resp, err := c.Do(req)
 	if err != nil {
@@ -367,13 +338,11 @@ func tbPost(ctx context.Context, c *http.Client, url, sid, method string, params
 		return nil, nil, fmt.Errorf("%s: HTTP %s", method, resp.Status)
 	}
 	var out struct {
-		Result json.RawMessage `json:"result"`
-		Error  *tbError        `json:"error"`
+		Result json.RawMessage
+		Error  *tbError
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", method, err)
-	}
-	return out.Result, out.Error, nil
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out.Result, out.Error, err
 }
 
 func TestTaskBackend(t *testing.T) {
@@ -394,53 +363,40 @@ func TestTaskBackend(t *testing.T) {
 	if err != nil || len(tools.Tools) != 3 || tools.Tools[0].Name != "slow" || tools.Tools[2].Name != "plain" {
 		t.Fatalf("tools/list: %v %+v", err, tools)
 	}
-	if err := cs.Ping(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 
-	call := func(method string, params any) (json.RawMessage, *tbError) {
-		t.Helper()
+	// post answers a raw request on the session: its result, or its error.
+	post := func(method string, params any) string {
 		res, rerr, err := tbPost(ctx, b.ts.Client(), b.URL(), cs.ID(), method, params)
 		if err != nil {
-			t.Fatal(err)
+			return err.Error()
+		} else if rerr != nil {
+			return rerr.Error()
 		}
-		return res, rerr
+		return string(res)
 	}
-	wantCode := func(code int, method string, params any) {
+	expect := func(method string, params any, want string) string {
 		t.Helper()
-		if _, rerr := call(method, params); rerr == nil || rerr.Code != code {
-			t.Fatalf("%s %v: got %v, want code %d", method, params, rerr, code)
+		got := post(method, params)
+		if !strings.Contains(got, want) {
+			t.Fatalf("%s %v: got %s, want %s", method, params, got, want)
 		}
+		return got
 	}
-	// waitResult runs tasks/result in the background once the backend holds it.
+	// waitResult runs tasks/result in the background, once the backend holds it.
 	waitResult := func(id string) <-chan string {
-		t.Helper()
 		n, ch := len(b.Received("tasks/result")), make(chan string, 1)
-		go func() {
-			res, rerr, err := tbPost(ctx, b.ts.Client(), b.URL(), cs.ID(), "tasks/result", map[string]any{"taskId": id})
-			switch {
-			case err != nil:
-				ch <- err.Error()
-			case rerr != nil:
-				ch <- rerr.Error()
-			default:
-				ch <- string(res)
-			}
-		}()
+		go func() { ch <- post("tasks/result", map[string]any{"taskId": id}) }()
 		for len(b.Received("tasks/result")) == n && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
 		return ch
 	}
-	var created struct{ Task tbTask }
-	res, rerr := call("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"text": "x"}, "task": map[string]any{"ttl": 5000}})
-	if rerr != nil || json.Unmarshal(res, &created) != nil || created.Task.ID != "t-1" ||
-		created.Task.Status != "working" || created.Task.TTL != 5000 || created.Task.PollInterval != 100 {
-		t.Fatalf("create: %s %v", res, rerr)
-	}
-	if res, _ := call("tasks/get", map[string]any{"taskId": "t-1"}); !strings.Contains(string(res), `"status":"working"`) {
-		t.Fatalf("tasks/get: %s", res)
-	}
+	id := func(id string) map[string]any { return map[string]any{"taskId": id} }
+	task := map[string]any{}
+
+	expect("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"text": "x"}, "task": map[string]any{"ttl": 5000}},
+		`{"task":{"taskId":"t-1","status":"working",`)
+	expect("tasks/get", id("t-1"), `"ttl":5000,"pollInterval":100}`)
 	got := waitResult("t-1")
 	b.Complete("t-1")
 	b.Complete("t-1") // terminal: a no-op
@@ -448,48 +404,35 @@ func TestTaskBackend(t *testing.T) {
 	if r := <-got; r != `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t-1"}},"content":[{"text":"done x","type":"text"}]}` {
 		t.Fatalf("tasks/result: %s", r)
 	}
-	if res, _ := call("tasks/get", map[string]any{"taskId": "t-1"}); !strings.Contains(string(res), `"status":"completed"`) {
-		t.Fatalf("tasks/get after Complete: %s", res)
-	}
-	wantCode(-32602, "tasks/cancel", map[string]any{"taskId": "t-1"})
-	wantCode(-32602, "tasks/get", map[string]any{"taskId": "t-9"})
+	expect("tasks/get", id("t-1"), `"status":"completed"`)
+	expect("tasks/cancel", id("t-1"), "error -32602")
+	expect("tasks/get", id("t-9"), "error -32602")
 
 	// A cancel wakes a tasks/result waiter with an error.
-	if _, rerr := call("tools/call", map[string]any{"name": "needs_task", "task": map[string]any{}}); rerr != nil {
-		t.Fatal(rerr)
-	}
+	expect("tools/call", map[string]any{"name": "needs_task", "task": task}, `"taskId":"t-2","status":"working"`)
 	got = waitResult("t-2")
-	if res, rerr := call("tasks/cancel", map[string]any{"taskId": "t-2"}); rerr != nil || !strings.Contains(string(res), `"status":"cancelled"`) {
-		t.Fatalf("tasks/cancel: %s %v", res, rerr)
-	}
-	if r := <-got; !strings.Contains(r, "-32603") {
+	expect("tasks/cancel", id("t-2"), `"status":"cancelled"`)
+	if r := <-got; !strings.Contains(r, "error -32603: task cancelled") {
 		t.Fatalf("tasks/result of a cancelled task: %s", r)
 	}
 
-	// tasks/list pages 2 at a time over every task.
-	call("tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
-	var page struct {
-		Tasks      []tbTask
-		NextCursor string
+	// tasks/list pages over every task, 2 at a time.
+	expect("tools/call", map[string]any{"name": "slow", "task": task}, `"taskId":"t-3"`)
+	var page struct{ NextCursor string }
+	_ = json.Unmarshal([]byte(expect("tasks/list", map[string]any{}, `"tasks":[{"taskId":"t-1",`)), &page)
+	if page.NextCursor == "" || strings.Contains(post("tasks/list", nil), "t-3") {
+		t.Fatalf("tasks/list first page: no cursor, or t-3")
 	}
-	res, _ = call("tasks/list", map[string]any{})
-	if json.Unmarshal(res, &page) != nil || len(page.Tasks) != 2 || page.Tasks[0].ID != "t-1" || page.NextCursor == "" {
-		t.Fatalf("tasks/list: %s", res)
+	if r := expect("tasks/list", map[string]any{"cursor": page.NextCursor}, `{"tasks":[{"taskId":"t-3","status":"working"`); strings.Contains(r, "nextCursor") {
+		t.Fatalf("tasks/list last page: %s", r)
 	}
-	res, _ = call("tasks/list", map[string]any{"cursor": page.NextCursor})
-	page.NextCursor = ""
-	if json.Unmarshal(res, &page) != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "t-3" || page.NextCursor != "" {
-		t.Fatalf("tasks/list page 2: %s", res)
-	}
-	wantCode(-32602, "tasks/list", map[string]any{"cursor": "bogus"})
+	expect("tasks/list", map[string]any{"cursor": "bogus"}, "error -32602")
 
-	wantCode(-32601, "tools/call", map[string]any{"name": "needs_task"})
-	wantCode(-32601, "tools/call", map[string]any{"name": "plain", "task": map[string]any{}})
-	wantCode(-32601, "resources/list", map[string]any{})
-	if res, rerr := call("tools/call", map[string]any{"name": "plain", "arguments": map[string]any{"text": "p"}}); rerr != nil || !strings.Contains(string(res), `"done p"`) {
-		t.Fatalf("plain: %s %v", res, rerr)
-	}
-	if _, _, err := tbPost(ctx, b.ts.Client(), b.URL(), "nope", "ping", nil); err == nil || !strings.Contains(err.Error(), "404") {
+	expect("tools/call", map[string]any{"name": "needs_task"}, "error -32601")
+	expect("tools/call", map[string]any{"name": "plain", "task": task}, "error -32601")
+	expect("tools/call", map[string]any{"name": "plain", "arguments": map[string]any{"text": "p"}}, `"done p"`)
+	expect("resources/list", nil, "error -32601")
+	if _, _, err := tbPost(ctx, b.ts.Client(), b.URL(), "nope", "ping", nil); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Fatalf("unknown session: %v", err)
 	}
 	if n := len(b.Received("tools/call")); n != 6 {
