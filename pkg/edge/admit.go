@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -48,34 +49,25 @@ func tokenUserID(r *http.Request) string {
 	return ""
 }
 
-// sessionCounts returns the sessions this edge holds and, of those, the
-// ones of identity ident.
-func (e *Edge) sessionCounts(ident string) (all, mine int) {
-	return e.reg.Counts(ident)
-}
-
 // gateRequest is the gate's view of r with its body (already read).
 func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
-	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated}
-	if e.adm.gate.CreatesSession(req) {
-		id, _ := e.adm.gate.Identity(r.Header, req.TokenUserID)
-		req.Sessions, req.IdentitySessions = e.sessionCounts(id)
-	}
-	return req
+	return &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated,
+		Counts: e.reg.Counts}
 }
 
 // admitHTTP runs the gate for a request of the net/http server. A POST's
 // body is read whole (within the gate's limit, under the body deadline)
 // and left in r.Body as a wholeBody, so that no one reads it twice. It
 // reports false after writing the refusal.
-// release gives back the concurrent call slot the request holds (a
-// tools/call under a concurrency limit) once its response is written.
-func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Request, release func(), ok bool) {
+// The request's admitted value (on its context) holds the concurrent call
+// slots the request holds (tools/call under a concurrency limit) until
+// its response is written.
+func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Request, a *admitted, ok bool) {
 	// The bearer token first: an unauthenticated body is not read.
 	r, f := e.authenticate(r)
 	if f != nil {
 		e.refuse(w, r, f)
-		return r, noRelease, false
+		return r, nil, false
 	}
 	var body []byte
 	var rest io.Reader // the unread part of a body over the limit
@@ -92,7 +84,7 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			if err != nil && !errors.Is(err, mcpwire.ErrTooLarge) {
 				e.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
 					Err: errBodyUnread})
-				return r, noRelease, false
+				return r, nil, false
 			}
 			if truncated = err != nil; truncated {
 				rest = r.Body
@@ -106,14 +98,42 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			e.drain(w, rest)
 		}
 		e.refuse(w, r, d.Refusal)
-		return r, noRelease, false
+		return r, nil, false
 	}
-	release, f = e.limitRequest(r, body)
-	if f != nil {
+	a = &admitted{body: d.Body, ident: d.Identity}
+	if wb, ok := r.Body.(*wholeBody); ok {
+		wb.parsed = d.Body
+	}
+	if a.release, f = e.limitRequest(r, d.Identity, d.Body); f != nil {
 		e.refuse(w, r, f)
-		return r, noRelease, false
+		return r, nil, false
 	}
-	return r, release, true
+	return r.WithContext(context.WithValue(r.Context(), admittedKey{}, a)), a, true
+}
+
+// admitted is what was decided about one request: its body as parsed, the
+// caller's identity, and the concurrent call slots it holds until its
+// response is written.
+type admitted struct {
+	body    *admission.Body // of a POST; nil otherwise
+	ident   string
+	release func() // nil once given back
+}
+
+type admittedKey struct{}
+
+// admittedOf is r's admitted value; nil for a request the gate has not seen.
+func admittedOf(r *http.Request) *admitted {
+	a, _ := r.Context().Value(admittedKey{}).(*admitted)
+	return a
+}
+
+// done gives back the request's call slots (once its response is written).
+func (a *admitted) done() {
+	if a != nil && a.release != nil {
+		a.release()
+		a.release = nil
+	}
 }
 
 // drain reads and drops what is left of a body refused as too large, up
@@ -132,23 +152,23 @@ func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
 // read whole already). A refused request goes back to the server, whose
 // handler asks the gate again and writes the refusal.
 // Its token was verified already (Edge.authenticate, on the head).
-func (e *Edge) admitLane(r *http.Request) bool {
+func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
 	wb, _ := r.Body.(*wholeBody)
 	if wb == nil {
-		return false
+		return admission.Decision{}, false
 	}
-	return e.adm.gate.Admit(e.gateRequest(r, wb.data, false)).Refusal == nil
+	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false))
+	wb.parsed = d.Body
+	return d, d.Refusal == nil
 }
 
 // admitRebuild asks the gate whether a stored session may be rebuilt here
 // for identity ident (the session limits); nil when it may.
 func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
-	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true}
+	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: e.reg.Counts}
 	if wb, ok := r.Body.(*wholeBody); ok {
 		req.Body = wb.data
 	}
-	id, _ := e.adm.gate.Identity(r.Header, req.TokenUserID)
-	req.Sessions, req.IdentitySessions = e.sessionCounts(id)
 	return e.adm.gate.Admit(req).Refusal
 }
 
@@ -184,21 +204,38 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 		return
 	}
 	msg, _ := json.Marshal(f.Err.Error())
+	code := f.Code
+	if code == 0 {
+		code = -32700 // parse error
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(f.Status)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":` + string(msg) + `}}`))
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + `}}`))
 }
 
 // errBodyUnread: a POST whose body could not be read (cut short, or
 // slower than the body deadline).
 var errBodyUnread = errors.New("request body not read (cut short or too slow)")
 
-// wholeBody is a request body read whole (by the gate, or by a call lane).
+// wholeBody is a request body read whole (by the gate, or by a call lane),
+// with the gate's parse of it once admitted.
 type wholeBody struct {
 	*bytes.Reader
-	data []byte
+	data   []byte
+	parsed *admission.Body
 }
 
 func newWholeBody(b []byte) *wholeBody { return &wholeBody{Reader: bytes.NewReader(b), data: b} }
+
+// again is the same body, unread.
+func (wb *wholeBody) again() *wholeBody {
+	return &wholeBody{Reader: bytes.NewReader(wb.data), data: wb.data, parsed: wb.parsed}
+}
+
+// message is the body's one message as the gate parsed it; false for a
+// batch or a body the gate did not parse.
+func (wb *wholeBody) message() (*admission.Message, bool) {
+	return wb.parsed.Single()
+}
 
 func (*wholeBody) Close() error { return nil }

@@ -172,6 +172,9 @@ func (o *Options) withDefaults() Options {
 		c.MaxConnections = 16384
 	}
 	c.Limits.IdentityHeader = c.IdentityHeader
+	if c.Mode == ModeOptimizer { // its call_tool's budget is the tool's it names
+		c.Limits.MetaCallTool = CallToolName
+	}
 	if c.BackendHTTPClient == nil {
 		c.BackendHTTPClient = &http.Client{Transport: h1.NewTransport(http.DefaultTransport.(*http.Transport).Clone())}
 	}

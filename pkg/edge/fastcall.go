@@ -1,12 +1,10 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
-	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -39,36 +37,26 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
 		return false
 	}
-	var data []byte
-	var err error
-	if lb, ok := r.Body.(*wholeBody); ok { // read whole already (the gate, a lane)
-		data = lb.data
-	} else {
-		data, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	}
-	restore := func() bool {
-		if _, ok := r.Body.(*wholeBody); ok {
-			r.Body = newWholeBody(data) // unread, whole: the go-sdk reads it next
-			return false
-		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(data), r.Body), r.Body}
+	wb, ok := r.Body.(*wholeBody) // read whole and parsed by the gate
+	if !ok {
 		return false
 	}
-	if err != nil || len(data) > maxBody {
-		return restore()
+	msg, ok := wb.message()
+	if !ok || !msg.Plain {
+		return false
 	}
-	msg, ok := fastpath.ParseMessage(data)
-	if !ok {
-		return restore()
+	restore := func() bool {
+		r.Body = wb.again() // unread, whole: the go-sdk reads it next
+		return false
 	}
 	if msg.Method == "notifications/cancelled" {
 		if cancel, ok := e.fastCalls.Load(fastKey(s.ID(), msg.CancelID)); ok {
 			cancel.(context.CancelFunc)()
 		}
 		return restore()
+	}
+	if msg.Method != "tools/call" {
+		return false
 	}
 	var ss *mcp.ServerSession
 	for x := range s.Server().Sessions() {
@@ -87,7 +75,7 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 		e.fastCalls.Delete(key)
 		cancel()
 	}()
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Name, Arguments: msg.Args},
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
 	reply, err := e.answerCall(ctx, s, req, closingsOf(w))
 	w.Header().Set("Content-Type", "application/json")

@@ -140,6 +140,7 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 	}
 	keep := func() bool {
 		defer e.posting.Add(-1)
+		defer admittedOf(r).done() // its call slots: the response is written
 		return l.respond(lw, !registered)
 	}()
 	l.calls++
@@ -182,6 +183,9 @@ func (l *callLane) request() bool {
 		}
 	}
 	if req != nil && laneCandidate(req) {
+		// The client's address, as on the server: failed authentications
+		// are charged to it.
+		req.RemoteAddr = l.remote
 		areq, f := l.e.authenticate(req)
 		switch {
 		case f != nil:
@@ -189,11 +193,13 @@ func (l *callLane) request() bool {
 			// a larger one is not read at all: the connection ends.
 			small := req.ContentLength >= 0 && req.ContentLength <= unauthenticatedBody
 			answer = refuse(f, !(small && l.readBody(req)))
-		case l.readBody(areq) && l.e.admitLane(areq):
-			req = areq
-			if answer = l.e.laneAnswer(req); answer != nil { // limited only when answered here
-				if release, f = l.e.limitRequest(req, req.Body.(*wholeBody).data); f != nil {
-					answer = refuse(f, false)
+		case l.readBody(areq):
+			if d, ok := l.e.admitLane(areq); ok {
+				req = areq
+				if answer = l.e.laneAnswer(req); answer != nil { // limited only when answered here
+					if release, f = l.e.limitRequest(req, d.Identity, d.Body); f != nil {
+						answer = refuse(f, false)
+					}
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
-	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
 )
@@ -44,73 +42,79 @@ func (m *limits) update(p *policy.Policy) error {
 	return m.l.Update(lim)
 }
 
-// refusal is d as the gate's refusal.
+// refusal is d as the gate's refusal, naming the limit that refused.
 func (m *limits) refusal(d ratelimit.Decision) *admission.Refusal {
 	m.limited.WithLabelValues(d.Reason).Inc()
 	return &admission.Refusal{Status: http.StatusTooManyRequests, Reason: "rate_" + d.Reason, RetryAfter: d.RetryAfter,
-		Err: fmt.Errorf("%w: rate limit (%s)", admission.ErrLimited, d.Rule)}
+		Err: fmt.Errorf("%w: %s (%s)", admission.ErrRateLimited, limitName(d.Reason), d.Rule)}
+}
+
+// limitName says which limit a refusal's reason is.
+func limitName(reason string) string {
+	switch reason {
+	case ratelimit.ReasonIdentityRate:
+		return "request rate limit of this identity"
+	case ratelimit.ReasonToolRate:
+		return "call rate limit of this tool"
+	case ratelimit.ReasonConcurrency:
+		return "concurrent call limit of this identity"
+	case ratelimit.ReasonFailedAuth:
+		return "failed authentication limit of this address"
+	}
+	return "rate limit " + reason
 }
 
 // noRelease is the release of a request that holds no call slot.
 func noRelease() {}
 
-// limitRequest applies the per-identity request rate, and for a tools/call
-// (body: the request's, read whole) the tool's budget and a concurrent
-// call slot, to request r. release gives the slot back once the response
-// is written; it is to be called exactly once, also on refusal (a no-op).
-func (e *Edge) limitRequest(r *http.Request, body []byte) (release func(), f *admission.Refusal) {
-	ident, _ := e.identity(r)
+// limitRequest applies, to each message of body (the gate's parse of a
+// POST's body; nil for other requests) of identity ident, the identity's
+// request rate, and to each tools/call the tool's budget and a concurrent
+// call slot. A batch is decided message by message and refused whole when
+// one of its messages is. release gives the slots back once the response
+// is written; it is to be called exactly once.
+func (e *Edge) limitRequest(r *http.Request, ident string, body *admission.Body) (release func(), f *admission.Refusal) {
 	now := time.Now()
-	if d := e.limits.l.Request(now, ident); !d.Allowed {
-		return noRelease, e.limits.refusal(d)
+	n := 1
+	if body != nil && len(body.Messages) > 1 {
+		n = len(body.Messages)
 	}
-	name, ok := toolCallName(r, body, e.opts.Mode == ModeOptimizer)
-	if !ok {
+	for range n {
+		if d := e.limits.l.Request(now, ident); !d.Allowed {
+			return noRelease, e.limits.refusal(d)
+		}
+	}
+	if body == nil || r.Method != http.MethodPost {
 		return noRelease, nil
 	}
-	d, release := e.limits.l.Call(now, ident, name)
-	if !d.Allowed {
-		release()
-		return noRelease, e.limits.refusal(d)
-	}
-	return release, nil
-}
-
-// toolCallName is the tool a POST body calls: read by the fast path's
-// strict parser, else by encoding/json (whatever form the go-sdk would
-// take, a limit applies to it); of an optimizer's call_tool, the tool it
-// names. ok is false for any other request.
-func toolCallName(r *http.Request, body []byte, optimizer bool) (string, bool) {
-	if r.Method != http.MethodPost || len(body) == 0 {
-		return "", false
-	}
-	var name string
-	var args json.RawMessage
-	if m, ok := fastpath.ParseMessage(body); ok {
-		if m.Method != "tools/call" {
-			return "", false
-		}
-		name, args = m.Name, m.Args
-	} else {
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" {
-			return "", false
-		}
-		name, args = m.Params.Name, m.Params.Arguments
-	}
-	if optimizer && name == CallToolName {
-		var in struct {
-			ToolName string `json:"tool_name"`
-		}
-		if json.Unmarshal(args, &in) == nil && in.ToolName != "" {
-			name = in.ToolName
+	var held []func()
+	releaseAll := func() {
+		for _, rel := range held {
+			rel()
 		}
 	}
-	return name, true
+	for i := range body.Messages {
+		m := &body.Messages[i]
+		if m.Method != "tools/call" || m.ID == nil {
+			continue
+		}
+		name := m.Tool
+		if m.MetaTool != "" {
+			name = m.MetaTool
+		}
+		d, rel := e.limits.l.Call(now, ident, name)
+		if !d.Allowed {
+			rel()
+			releaseAll()
+			return noRelease, e.limits.refusal(d)
+		}
+		held = append(held, rel)
+	}
+	switch len(held) {
+	case 0:
+		return noRelease, nil
+	case 1:
+		return held[0], nil
+	}
+	return releaseAll, nil
 }

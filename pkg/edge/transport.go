@@ -1,13 +1,11 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
-	"strings"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -52,8 +50,8 @@ func (e *Edge) mcpHandler() http.Handler {
 			http.Error(w, "reserved header "+replayHeader, http.StatusBadRequest)
 			return
 		}
-		r, release, ok := e.admitHTTP(w, r)
-		defer release()
+		r, a, ok := e.admitHTTP(w, r)
+		defer a.done() // the call slots, once the response is written (a lane gives them back sooner)
 		if !ok {
 			return
 		}
@@ -78,7 +76,7 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 		h.ServeHTTP(w, r)
 		return
 	}
-	if wb, ok := r.Body.(*wholeBody); ok && !isInitialize(wb.data) {
+	if wb, ok := r.Body.(*wholeBody); ok && !isInitialize(wb) {
 		// Only initialize starts a session (the transport spec's 400).
 		http.Error(w, "Bad Request: a request without Mcp-Session-Id must be initialize", http.StatusBadRequest)
 		return
@@ -101,7 +99,7 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 		if answered {
 			return
 		}
-		r.Body = newWholeBody(body)
+		r.Body = r.Body.(*wholeBody).again()
 		h.ServeHTTP(w, r)
 		return
 	}
@@ -110,7 +108,6 @@ func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Req
 		return
 	}
 	body := r.Body.(*wholeBody).data
-	r.Body = newWholeBody(body)
 	if !e.opts.paths.goSDKListen && e.takeOverListen(w, r, body) {
 		return
 	}
@@ -148,27 +145,13 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 }
 
 // isListen reports whether the POST body is a subscriptions/listen
-// request, leaving the body readable again.
+// request (a batch of that one message included), as the gate parsed it.
 func isListen(r *http.Request) bool {
 	wb, ok := r.Body.(*wholeBody) // the gate read it whole
-	if !ok {
+	if !ok || wb.parsed == nil || len(wb.parsed.Messages) != 1 {
 		return false
 	}
-	body := wb.data
-	if !bytes.Contains(body, []byte("subscriptions/listen")) {
-		return false
-	}
-	var msg struct {
-		Method string `json:"method"`
-	}
-	if strings.HasPrefix(strings.TrimSpace(string(body)), "[") {
-		var batch []json.RawMessage
-		if json.Unmarshal(body, &batch) != nil || len(batch) != 1 {
-			return false
-		}
-		body = batch[0]
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen"
+	return wb.parsed.Messages[0].Method == "subscriptions/listen"
 }
 
 // getStatefulServer is the go-sdk's getServer: a map lookup for a known
@@ -204,12 +187,9 @@ func (e *Edge) held(r *http.Request) *mcp.Server {
 	return hd.s.Server()
 }
 
-// isInitialize reports whether body (checked by the gate: bounded and
-// balanced) is one initialize request.
-func isInitialize(body []byte) bool {
-	var m struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-	}
-	return json.Unmarshal(body, &m) == nil && m.Method == "initialize" && len(m.ID) > 0
+// isInitialize reports whether wb, as the gate parsed it, is one
+// initialize request.
+func isInitialize(wb *wholeBody) bool {
+	m, ok := wb.message()
+	return ok && m.Method == "initialize" && m.ID != nil
 }

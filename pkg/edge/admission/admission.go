@@ -52,6 +52,12 @@ type Options struct {
 	MaxSessionsPerIdentity int
 	// MaxDepth bounds the nesting of a body; 0 means mcpwire.MaxDepth.
 	MaxDepth int
+	// MaxBatch bounds the messages of a JSON-RPC batch; 0 means
+	// DefaultMaxBatch.
+	MaxBatch int
+	// MetaCallTool names the meta-tool (an optimizer edge's call_tool)
+	// whose arguments.tool_name is the tool a call calls; "" for none.
+	MetaCallTool string
 }
 
 // Gate decides admissions. Its zero value is not ready: use New.
@@ -78,6 +84,7 @@ func New(o *Options) *Gate {
 	def(&c.MaxSessions, DefaultMaxSessions)
 	def(&c.MaxSessionsPerIdentity, DefaultMaxSessionsPerIdentity)
 	def(&c.MaxDepth, mcpwire.MaxDepth)
+	def(&c.MaxBatch, DefaultMaxBatch)
 	c.IdentityHeader = strings.TrimSpace(c.IdentityHeader)
 	return &Gate{o: c}
 }
@@ -97,8 +104,10 @@ type Request struct {
 	Body      []byte
 	Truncated bool
 	// Sessions and IdentitySessions are the sessions the edge holds, and
-	// of those the identity's; read only for a request that creates one.
+	// of those the identity's; read only for a request that creates one,
+	// and then from Counts when it is set.
 	Sessions, IdentitySessions int
+	Counts                     func(identity string) (all, mine int)
 	// Rebuild marks a request that rebuilds a stored session here: it
 	// creates a session, whatever its body.
 	Rebuild bool
@@ -123,6 +132,7 @@ var (
 	ErrBadRequest      = errors.New("admission: malformed request")
 	ErrTooLarge        = errors.New("admission: request too large")
 	ErrLimited         = errors.New("admission: session limit reached")
+	ErrRateLimited     = errors.New("admission: rate limited")
 )
 
 // Refusal is a request the gate will not let through, and how to answer.
@@ -134,15 +144,20 @@ type Refusal struct {
 	// RPC marks refusals answered as a JSON-RPC error (a body no parser
 	// may read) rather than plain text.
 	RPC bool
+	// Code is the JSON-RPC error code of an RPC refusal.
+	Code int
 	// Header holds headers the refusal is sent with (WWW-Authenticate).
 	Header http.Header
 }
 
 // Decision is the gate's answer: Identity is the caller's identity ("" for
-// an anonymous caller); a nil Refusal lets the request through.
+// an anonymous caller); a nil Refusal lets the request through. Body is a
+// POST's body as parsed (nil for other requests): every later decision
+// about the request reads it.
 type Decision struct {
 	Identity string
 	Refusal  *Refusal
+	Body     *Body
 }
 
 // BodyLimit is how many bytes of a POST's body the gate needs to see.
@@ -162,8 +177,9 @@ func createsByHeader(h http.Header) bool {
 	return h.Get("Mcp-Method") == "subscriptions/listen"
 }
 
-// CreatesSession reports whether r would create a session on this edge.
-func (g *Gate) CreatesSession(r *Request) bool {
+// CreatesSession reports whether r, of body b as parsed (nil: not parsed
+// yet), would create a session on this edge.
+func (g *Gate) CreatesSession(r *Request, b *Body) bool {
 	if r.Rebuild {
 		return true
 	}
@@ -175,7 +191,18 @@ func (g *Gate) CreatesSession(r *Request) bool {
 	}
 	// A listen stream is recognised by its body too (Edge.serveStateless).
 	v := r.Header.Get("Mcp-Protocol-Version")
-	return v != "" && NewProtocol(v) && bytes.Contains(r.Body, []byte("subscriptions/listen"))
+	if v == "" || !NewProtocol(v) {
+		return false
+	}
+	if b == nil {
+		return bytes.Contains(r.Body, []byte("subscriptions/listen"))
+	}
+	for i := range b.Messages {
+		if b.Messages[i].Method == "subscriptions/listen" {
+			return true
+		}
+	}
+	return false
 }
 
 // Identity is the caller's identity: the token's user id when an auth
@@ -208,10 +235,9 @@ func (g *Gate) Admit(r *Request) Decision {
 		return refuse(http.StatusBadRequest, ReasonBadProtocolVersion,
 			fmt.Errorf("%w: Mcp-Protocol-Version is not a date (YYYY-MM-DD)", ErrBadRequest))
 	}
-	creates := g.CreatesSession(r)
 	if r.Method == http.MethodPost {
 		limit := g.o.MaxBodyBytes
-		if creates {
+		if g.CreatesSession(r, nil) {
 			limit = g.o.MaxInitializeBytes
 		}
 		if r.Truncated || int64(len(r.Body)) > limit {
@@ -224,12 +250,23 @@ func (g *Gate) Admit(r *Request) Decision {
 				reason = ReasonBodyTooDeep
 			}
 			d = refuse(http.StatusBadRequest, reason, fmt.Errorf("%w: %w", ErrBadRequest, err))
-			d.Refusal.RPC = true
+			d.Refusal.RPC, d.Refusal.Code = true, codeParseError
 			return d
 		}
+		if len(r.Body) > 0 || !r.Rebuild {
+			b, err := ParseBody(r.Body, g.o.MaxBatch, g.o.MetaCallTool)
+			if err != nil {
+				d.Refusal = bodyRefusal(err)
+				return d
+			}
+			d.Body = b
+		}
 	}
-	if !creates {
+	if !g.CreatesSession(r, d.Body) {
 		return d
+	}
+	if r.Counts != nil {
+		r.Sessions, r.IdentitySessions = r.Counts(id)
 	}
 	if g.o.MaxSessions > 0 && r.Sessions >= g.o.MaxSessions {
 		d = refuse(http.StatusServiceUnavailable, ReasonSessionLimit,

@@ -3,7 +3,6 @@ package fastpath
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/valyala/fastjson"
 
@@ -23,134 +22,34 @@ type Message struct {
 
 // ParseMessage parses data as a single tools/call request or
 // notifications/cancelled with nothing beyond the members fastCall
-// handles (member names matched exactly, none twice). It parses with
-// fastjson, which allocates next to nothing: encoding/json's decoding of
-// the two objects cost more than the rest of the edge's work on a call.
+// handles (member names matched exactly, none twice): the gate's parse
+// (admission.ParseBody), the one every decision about a request reads,
+// of a body whose one message is Plain.
 func ParseMessage(data []byte) (Message, bool) {
 	var m Message
 	if !bytes.Contains(data, []byte(`"tools/call"`)) && !bytes.Contains(data, []byte(`"notifications/cancelled"`)) {
 		return m, false
 	}
-	// fastjson's parser takes some invalid JSON (NaN, 007, raw control
-	// characters); its validator does not.
-	if !mcpwire.FastJSONValid(data) { // bounded, linear, and what encoding/json takes
+	if mcpwire.Check(data, mcpwire.MaxDepth) != nil {
 		return m, false
 	}
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(data)
+	b, err := admission.ParseBody(data, 1, "")
 	if err != nil {
 		return m, false
 	}
-	top, err := v.Object()
-	if err != nil {
+	msg, ok := b.Single()
+	if !ok || !msg.Plain {
 		return m, false
 	}
-	var id, params *fastjson.Value
-	ok := true
-	seen := 0
-	top.Visit(func(k []byte, v *fastjson.Value) {
-		var bit int
-		switch string(k) {
-		case "jsonrpc":
-			bit, ok = 1, ok && string(v.GetStringBytes()) == "2.0" && v.Type() == fastjson.TypeString
-		case "method":
-			bit, m.Method = 2, string(v.GetStringBytes())
-		case "id":
-			bit, id = 4, v
-		case "params":
-			bit, params = 8, v
-		default:
-			ok = false
-		}
-		ok = ok && seen&bit == 0
-		seen |= bit
-	})
-	if !ok || seen&(1|2|8) != 1|2|8 || params.Type() != fastjson.TypeObject {
-		return m, false
-	}
-	switch m.Method {
-	case "notifications/cancelled":
-		var reqID *fastjson.Value
-		params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-			if string(k) == "requestId" { // the last, as encoding/json reads it
-				reqID = v
-			}
-		})
-		if id != nil || reqID == nil {
-			return m, false
-		}
-		m.CancelID = reqID.MarshalTo(nil)
-		return m, ValidID(m.CancelID)
-	case "tools/call":
-		if id == nil {
-			return m, false
-		}
-		m.ID = id.MarshalTo(nil)
-		var name, args *fastjson.Value
-		params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-			switch {
-			case string(k) == "name" && name == nil:
-				name = v
-			case string(k) == "arguments" && args == nil:
-				args = v
-			default:
-				ok = false
-			}
-		})
-		if !ok || !ValidID(m.ID) || name == nil || name.Type() != fastjson.TypeString {
-			return m, false
-		}
-		// A name of other bytes (fastjson keeps invalid UTF-8 and lone
-		// surrogates that encoding/json replaces) is the go-sdk's.
-		if m.Name = string(name.GetStringBytes()); m.Name == "" || !mcpwire.PlainString(m.Name) {
-			return m, false
-		}
-		if args != nil {
-			if args.Type() != fastjson.TypeObject {
-				return m, false
-			}
-			m.Args = args.MarshalTo(nil)
-		}
-		return m, true
-	}
-	return m, false
+	return Message{Method: msg.Method, ID: msg.ID, Name: msg.Tool, Args: msg.Args, CancelID: msg.CancelID}, true
 }
 
 // parsers are the parsers of parseFastMessage and parseListen.
 var parsers fastjson.ParserPool
 
 // ValidID reports whether id is a JSON-RPC request id the edge echoes
-// as the go-sdk would write it: a string of printable ASCII without
-// escapes, or an integer as JSON writes it (no leading zeros, no fraction
-// or exponent) of at most 15 digits (the go-sdk reads ids as float64).
-// Any other id is left to the go-sdk.
-func ValidID(id json.RawMessage) bool {
-	if len(id) < 2 && (len(id) == 0 || id[0] == '"') {
-		return false
-	}
-	if id[0] == '"' {
-		if id[len(id)-1] != '"' {
-			return false
-		}
-		for _, c := range id[1 : len(id)-1] {
-			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-				return false
-			}
-		}
-		return true
-	}
-	digits := strings.TrimPrefix(string(id), "-")
-	if digits == "" || len(digits) > 15 || len(digits) > 1 && digits[0] == '0' || string(id) == "-0" {
-		return false
-	}
-	for _, c := range []byte(digits) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
+// as the go-sdk would write it (admission.ValidID).
+func ValidID(id json.RawMessage) bool { return admission.ValidID(id) }
 
 // ServerInfoKey is the _meta key of the server's info in a result.
 const ServerInfoKey = "io.modelcontextprotocol/serverInfo"
