@@ -205,6 +205,7 @@ type Edge struct {
 	recs    *records.Recorder  // nil without Options.Records
 	flights singleflight.Group // rebuilds of sessions from their records, by id and owner
 	posting atomic.Int64       // session POSTs in progress, their responses included
+	routes  *routeCounts
 
 	// bearer verifies tokens (nil without Options.Auth); pol is the tool
 	// policy of the generation applied (nil: none, everything allowed),
@@ -289,6 +290,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		slog: slog.New(slog.DiscardHandler), hj: &h1.Hijacks{}}
 	e.m = newMetrics(opts.Registry)
 	e.adm = newAdmitter(&opts.Limits, opts.Registry)
+	e.routes = newRouteCounts(opts.Registry)
 	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
 	e.implJSON, _ = json.Marshal(e.impl) // strings only: it encodes
 	e.caps = &mcp.ServerCapabilities{

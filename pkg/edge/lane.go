@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"io"
 	"net"
 	"net/http"
@@ -15,8 +13,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
-	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // A call lane is a keep-alive HTTP/1.1 connection whose tools/call POSTs
@@ -138,9 +136,9 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 		// this write: it gets the drain's time at most.
 		_ = conn.SetWriteDeadline(time.Now().Add(e.opts.ShutdownTimeout))
 	}
+	admittedOf(r).done() // the call returned: its slots go back before the response is written
 	keep := func() bool {
 		defer e.posting.Add(-1)
-		defer admittedOf(r).done() // its call slots: the response is written
 		return l.respond(lw, !registered)
 	}()
 	l.calls++
@@ -196,7 +194,7 @@ func (l *callLane) request() bool {
 		case l.readBody(areq):
 			if d, ok := l.e.admitLane(areq); ok {
 				req = areq
-				if answer = l.e.laneAnswer(req); answer != nil { // limited only when answered here
+				if answer = l.e.laneAnswer(req, d); answer != nil { // limited only when answered here
 					if release, f = l.e.limitRequest(req, d.Identity, d.Body); f != nil {
 						answer = refuse(f, false)
 					}
@@ -204,12 +202,20 @@ func (l *callLane) request() bool {
 			}
 		}
 	}
-	defer release()
+	given := false
+	giveBack := func() { // once: after the call returned, or when the lane ends here
+		if !given {
+			given = true
+			release()
+		}
+	}
+	defer giveBack()
 	if answer == nil {
+		giveBack()
 		l.handBack()
 		return false
 	}
-	answered, keep := l.call(req, answer)
+	answered, keep := l.call(req, answer, giveBack)
 	if !answered {
 		l.handBack()
 		return false
@@ -220,7 +226,9 @@ func (l *callLane) request() bool {
 // call answers a request with answer (fastCall or statelessCall). It
 // reports whether answer took it and whether the connection goes on after
 // the response.
-func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *http.Request) bool) (answered, keep bool) {
+// release gives back the call's slots once it returned (before its
+// response is written: a slot is held while the call runs).
+func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *http.Request) bool, release func()) (answered, keep bool) {
 	defer l.later.Close() // the backend bodies' ends, after the response
 	ctx, cancel := context.WithCancel(l.base)
 	defer cancel()
@@ -235,6 +243,7 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 		cancel() // closeLanes cut the lane before the watch had the call
 	}
 	answered = answer(lw, req)
+	release()
 	l.unwatch()
 	if !answered {
 		return false, false
@@ -454,29 +463,29 @@ func (l *callLane) handBack() {
 	}
 }
 
-// laneAnswer returns what answers a lane request: fastCall for a request
-// of a session (laneSession), statelessCall for a 2026-07-28 tools/call;
-// nil sends the request back to the server.
-func (e *Edge) laneAnswer(r *http.Request) func(http.ResponseWriter, *http.Request) bool {
+// laneAnswer returns what answers a lane request admitted as d: the
+// request's route, when a lane serves it (dispatch.Lane), by the same
+// facts the server's handler gathers; nil sends the request back to the
+// server, which routes it again.
+func (e *Edge) laneAnswer(r *http.Request, d admission.Decision) func(http.ResponseWriter, *http.Request) bool {
 	if !laneCandidate(r) || !e.laneable(r) {
 		return nil
 	}
-	if admission.NewProtocol(r.Header.Get("Mcp-Protocol-Version")) {
-		if r.Header.Get("Mcp-Method") != "tools/call" {
-			return nil
-		}
+	f, s := e.facts(r, &admitted{body: d.Body, ident: d.Identity})
+	switch k := dispatch.Route(f); k {
+	case dispatch.StatelessCall:
+		e.routes.seen(k, true)
 		return func(w http.ResponseWriter, r *http.Request) bool {
 			return e.statelessCall(w, r, r.Body.(*wholeBody).data)
 		}
+	case dispatch.Call:
+		e.routes.seen(k, true)
+		return func(w http.ResponseWriter, r *http.Request) bool {
+			e.recs.Touched(s, time.Now())
+			return e.fastCall(w, r, s)
+		}
 	}
-	s := e.laneSession(r)
-	if s == nil {
-		return nil
-	}
-	return func(w http.ResponseWriter, r *http.Request) bool {
-		e.recs.Touched(s, time.Now())
-		return e.fastCall(w, r, s)
-	}
+	return nil
 }
 
 // unauthenticatedBody is the largest body a lane reads of a request whose
@@ -487,30 +496,4 @@ const unauthenticatedBody = 64 << 10
 // POST to /mcp (its body is then worth reading there).
 func laneCandidate(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Path == "/mcp" && r.URL.RawPath == ""
-}
-
-// laneSession returns the live session a lane request names when
-// Edge.serveSession would take it straight to fastCall: a POST to /mcp of
-// the session-based protocol, of a session held here and owned by the
-// caller. nil sends the request back to the server.
-func (e *Edge) laneSession(r *http.Request) *session.Session {
-	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.URL.RawPath != "" || !e.laneable(r) {
-		return nil
-	}
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" || admission.NewProtocol(r.Header.Get("Mcp-Protocol-Version")) || sessionstore.ValidateID(sid) != nil {
-		return nil
-	}
-	ident, ok := e.identity(r)
-	if !ok {
-		return nil
-	}
-	s := e.reg.Lookup(sid)
-	if s == nil || s.Record().Phase() == evidence.PhaseNone {
-		return nil
-	}
-	if s.Record().Owner() != ownerOf(r, ident) {
-		return nil
-	}
-	return s
 }

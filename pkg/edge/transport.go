@@ -58,29 +58,15 @@ func (e *Edge) mcpHandler() http.Handler {
 		if e.traced { // the caller's traceparent header (trace.go)
 			r = r.WithContext(tracing.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		}
-		if v := r.Header.Get("Mcp-Protocol-Version"); admission.NewProtocol(v) {
-			e.serveStateless(stateless, w, r, v)
-			return
-		}
-		e.serveSession(stateful, w, r)
+		e.serve(stateful, stateless, w, r, a)
 	})
 	return mux
 }
 
-func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Request, ident string) {
-	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
-		// An unknown session id is answered 404 by the go-sdk, and the
-		// client starts over. A later issue rehydrates it here from a
-		// stored session record instead (R1: replay initialize into a
-		// server made with the same fixed session id).
-		h.ServeHTTP(w, r)
-		return
-	}
-	if wb, ok := r.Body.(*wholeBody); ok && !isInitialize(wb) {
-		// Only initialize starts a session (the transport spec's 400).
-		http.Error(w, "Bad Request: a request without Mcp-Session-Id must be initialize", http.StatusBadRequest)
-		return
-	}
+// initialize serves an initialize of the session-based protocol: the
+// request's own new session server (getStatefulServer), tracked once the
+// go-sdk made it.
+func (e *Edge) initialize(h http.Handler, w http.ResponseWriter, r *http.Request, ident string) {
 	hd := &holder{id: rand.Text(), kind: session.KindSession, ident: ident}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {
@@ -88,31 +74,30 @@ func (e *Edge) serveStateful(h http.Handler, w http.ResponseWriter, r *http.Requ
 	}
 }
 
-func (e *Edge) serveStateless(h http.Handler, w http.ResponseWriter, r *http.Request, version string) {
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "tools/call" {
-		// The gate read the body whole.
-		body := r.Body.(*wholeBody).data
-		lw, answered := e.postStateless(w, r, body)
-		if lw != nil {
-			e.runLane(w, r, lw)
-		}
-		if answered {
-			return
-		}
-		r.Body = r.Body.(*wholeBody).again()
-		h.ServeHTTP(w, r)
+// serveStatelessCall answers a 2026-07-28 tools/call itself
+// (statelesscall.go), or leaves it to the go-sdk when it is of another
+// form than the one answered there.
+func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	wb := r.Body.(*wholeBody) // the gate read it whole
+	lw, answered := e.postStateless(w, r, wb.data)
+	if lw != nil {
+		e.runLane(w, r, lw)
+	}
+	if answered {
 		return
 	}
-	if r.Method != http.MethodPost || !isListen(r) {
-		h.ServeHTTP(w, r)
+	r.Body = wb.again()
+	h.ServeHTTP(w, r)
+}
+
+// serveListen serves a 2026-07-28 subscriptions/listen stream: the edge's
+// own (edge, and the request of the edge's form) or a go-sdk session
+// server of its own for as long as it is open.
+func (e *Edge) serveListen(h http.Handler, w http.ResponseWriter, r *http.Request, edge bool, ident string) {
+	if edge && e.takeOverListen(w, r, r.Body.(*wholeBody).data) {
 		return
 	}
-	body := r.Body.(*wholeBody).data
-	if !e.opts.paths.goSDKListen && e.takeOverListen(w, r, body) {
-		return
-	}
-	ident, _ := e.identity(r)
-	hd := &holder{id: "listen-" + rand.Text(), kind: session.KindListen, protocol: version, ident: ident}
+	hd := &holder{id: "listen-" + rand.Text(), kind: session.KindListen, protocol: r.Header.Get("Mcp-Protocol-Version"), ident: ident}
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
 	if hd.s != nil {
 		e.reg.Forget(hd.s)
@@ -142,16 +127,6 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 		return held, true
 	}
 	return nil, false
-}
-
-// isListen reports whether the POST body is a subscriptions/listen
-// request (a batch of that one message included), as the gate parsed it.
-func isListen(r *http.Request) bool {
-	wb, ok := r.Body.(*wholeBody) // the gate read it whole
-	if !ok || wb.parsed == nil || len(wb.parsed.Messages) != 1 {
-		return false
-	}
-	return wb.parsed.Messages[0].Method == "subscriptions/listen"
 }
 
 // getStatefulServer is the go-sdk's getServer: a map lookup for a known
@@ -185,11 +160,4 @@ func (e *Edge) held(r *http.Request) *mcp.Server {
 		e.reg.Open(hd.s)
 	}
 	return hd.s.Server()
-}
-
-// isInitialize reports whether wb, as the gate parsed it, is one
-// initialize request.
-func isInitialize(wb *wholeBody) bool {
-	m, ok := wb.message()
-	return ok && m.Method == "initialize" && m.ID != nil
 }

@@ -62,6 +62,8 @@ type Message struct {
 	Plain bool
 	// CancelID is the requestId a notifications/cancelled names.
 	CancelID json.RawMessage
+	// Task reports a tools/call made a task (params.task, not null).
+	Task bool
 }
 
 // Calls counts the tools/call requests of b.
@@ -303,6 +305,9 @@ func parseCall(params *fastjson.Value, m *Message, metaTool string, exact *bool)
 			name = v
 		case 1:
 			args = v
+		case 3:
+			m.Task = v.Type() != fastjson.TypeNull
+			m.Plain = false
 		default:
 			m.Plain = false
 		}
