@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // Transports a backend may use.
 const (
-	TransportStreamableHTTP = "streamable-http"
-	TransportSSE            = "sse"
+	TransportStreamableHTTP = events.TransportStreamableHTTP
+	TransportSSE            = events.TransportSSE
 )
 
 // DefaultSeparator joins a backend name and a tool name into an exposed

@@ -53,6 +53,13 @@ type Backend struct {
 }
 
 // BackendConfig is a backend's configuration without secrets: its headers
+// Transports a backend may use (BackendConfig.Transport; "" is the
+// streamable HTTP transport).
+const (
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
 // are references (credential.Ref), which each reader resolves itself.
 type BackendConfig struct {
 	URL       string             `json:"url"`

@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/fleetgate/fleetgate/pkg/config"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
@@ -35,7 +34,7 @@ import (
 // reconnects.
 
 // isSSE reports whether cfg is a backend of the legacy HTTP+SSE transport.
-func isSSE(cfg events.BackendConfig) bool { return cfg.Transport == config.TransportSSE }
+func isSSE(cfg events.BackendConfig) bool { return cfg.Transport == events.TransportSSE }
 
 // CallTool forwards a tools/call by the backend's transport: to a
 // streamable HTTP backend on the raw fast path (pool.callTool), to an SSE
