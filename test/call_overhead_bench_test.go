@@ -1,0 +1,160 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+)
+
+// BenchmarkCallOverheadProcess is the call overhead of an edge as
+// production runs it, against the floor of any hop between processes, in
+// one run: the same tools/call (echo) made directly to a demo backend
+// process, through a byte-copying TCP forwarder process and through an
+// edge process, one call each per iteration, the order rotated every
+// iteration so that no leg is always the first (warmest or coldest). The
+// edge is the edge binary with its defaults (call trail and session
+// records on, the admission gate), bearer auth against a real issuer
+// (token verified, warm key and token caches), a 20-rule policy that
+// allows the tool, and rate limits that refuse nothing. The controller,
+// NATS, the issuer and the client are in the test process. All three legs
+// send the same bearer token through the same kind of HTTP client, so the
+// ratios are the hops' cost, not the client's.
+//
+// It reports each leg's p50 and p99 and the p50 ratios edge/direct and
+// forwarder/direct (issue 27: the edge's at most the forwarder's + 0.15).
+//
+// FLEETGATE_BENCH_EDGE_BIN runs another edge binary (e.g. one built at an
+// older commit); FLEETGATE_BENCH_BARE=1 runs the edge without auth, policy
+// and rate limits (for binaries older than them); FLEETGATE_BENCH_EDGE_FLAGS
+// adds edge flags (e.g. --no-call-trail).
+func BenchmarkCallOverheadProcess(b *testing.B) {
+	bare := os.Getenv("FLEETGATE_BENCH_BARE") == "1"
+	backend := startBackendProc(b, "alpha")
+	forwarder := startForwarderProc(b, "tcp", backend)
+	n := startNATS(b)
+	fleet := fleetYAMLAt(time.Second, 100*time.Millisecond, [2]string{"alpha", backend})
+	if !bare {
+		fleet += productionAuthorization()
+	}
+	startController(b, n.ClientURL(), "ctl", fleet)
+
+	listen, admin := freeAddr(b), freeAddr(b)
+	edgeURL := "http://" + listen + "/mcp"
+	args := []string{"--nats-url", n.ClientURL(), "--listen", listen, "--admin-listen", admin, "--id", "bench-edge",
+		"--log-format", "json"}
+	token := "none"
+	if !bare {
+		iss := issuertest.New(b, nil)
+		args = append(args, "--auth-issuer", iss.URL())
+		c := iss.Claims("alice", edgeURL)
+		c["roles"] = []any{"dev"}
+		token = iss.Mint(c)
+	}
+	args = append(args, strings.Fields(os.Getenv("FLEETGATE_BENCH_EDGE_FLAGS"))...)
+	bin := os.Getenv("FLEETGATE_BENCH_EDGE_BIN")
+	if bin == "" {
+		bin = binary(b, "edge")
+	}
+	startProc(b, "edge", exec.Command(bin, args...))
+	waitEdgeReady(b, admin)
+
+	connect := func(u string) (*mcp.ClientSession, error) {
+		hc := &http.Client{Transport: bearerRoundTripper{token: token, next: http.DefaultTransport.(*http.Transport).Clone()}}
+		return mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: u, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	}
+	type leg struct {
+		name, url, tool string
+		cs              *mcp.ClientSession
+		ds              []time.Duration
+	}
+	legs := []*leg{{name: "direct", url: backend, tool: "echo"}, {name: "forwarder", url: forwarder, tool: "echo"},
+		{name: "edge", url: edgeURL, tool: "alpha_echo"}}
+	for _, l := range legs {
+		eventually(b, 30*time.Second, l.name+" session", func() bool {
+			var err error
+			l.cs, err = connect(l.url)
+			return err == nil
+		})
+		b.Cleanup(func() { l.cs.Close() })
+	}
+	args2 := map[string]any{"text": "bench"}
+	call := func(l *leg) time.Duration {
+		start := time.Now()
+		res, err := l.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: l.tool, Arguments: args2})
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("call %s via %s: %v %+v", l.tool, l.name, err, res)
+		}
+		return d
+	}
+	eventually(b, 30*time.Second, "alpha_echo served by the edge", func() bool {
+		res, err := legs[2].cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: args2})
+		return err == nil && !res.IsError
+	})
+	for range 50 { // warm every leg's connections, caches and the scheduler
+		for _, l := range legs {
+			call(l)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		for k := range legs {
+			l := legs[(i+k)%len(legs)]
+			l.ds = append(l.ds, call(l))
+		}
+		i++
+	}
+	q := func(s []time.Duration, p float64) float64 {
+		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds())
+	}
+	for _, l := range legs {
+		slices.Sort(l.ds)
+		b.ReportMetric(q(l.ds, 0.5), l.name+"-p50-µs")
+		b.ReportMetric(q(l.ds, 0.99), l.name+"-p99-µs")
+	}
+	d := q(legs[0].ds, 0.5)
+	b.ReportMetric(q(legs[2].ds, 0.5)/d, "edge-ratio")
+	b.ReportMetric(q(legs[1].ds, 0.5)/d, "forwarder-ratio")
+}
+
+// productionAuthorization is an authorization section as a production
+// fleet has one: 20 deny rules with CEL conditions on the token's claims,
+// none of which hides alpha_echo from a caller with role dev, and rate
+// limits (identity, a tool rule, failed authentications) too high to
+// refuse a call of the benchmark.
+func productionAuthorization() string {
+	var sb strings.Builder
+	sb.WriteString("authorization:\n  default: allow\n  rules:\n")
+	sb.WriteString("    - name: rule-00\n      effect: deny\n      tools: [\"*\"]\n      when: 'has(claims.roles) && \"blocked\" in claims.roles'\n")
+	for i := 1; i < 20; i++ {
+		fmt.Fprintf(&sb, "    - name: rule-%02d\n      effect: deny\n      tools: [\"other%02d_*\"]\n      when: '!(\"ops\" in claims.roles)'\n", i, i)
+	}
+	sb.WriteString("  rate_limits:\n")
+	sb.WriteString("    identity: {requests_per_second: 100000, burst: 100000, concurrent_calls: 1000}\n")
+	sb.WriteString("    tools:\n      - {name: alpha, tools: [\"alpha_*\"], requests_per_second: 100000, burst: 100000, per_identity: true}\n")
+	sb.WriteString("    failed_auth: {per_address_per_minute: 10}\n")
+	return sb.String()
+}
+
+// bearerRoundTripper sends every request with a bearer token.
+type bearerRoundTripper struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (t bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.next.RoundTrip(r)
+}
