@@ -4,7 +4,7 @@ BIN       := bin
 PROTOC    ?= protoc
 BENCHTIME ?= 1x
 
-.PHONY: all build test test-short chart-test fuzz run bench soak lint proto clean conformance chaos
+.PHONY: all build test test-short chart-test fuzz run bench bench-call soak lint proto clean conformance chaos
 
 all: build
 
@@ -93,10 +93,24 @@ run: build
 	$(GO) build -o $(BIN)/demo ./test/demo
 	$(BIN)/demo
 
-## bench: the benchmarks whose figures the issues report (the edge's
-## fan-out and session memory with BENCH_SESSIONS idle sessions).
+## bench-call: the call overhead of an edge process as production runs it
+## (auth, policy, rate limits, call trail) against a byte-copying TCP
+## forwarder process, both against the same call straight to the backend,
+## interleaved in one run (BenchmarkCallOverheadProcess); prints both p50
+## ratios. Issue 27's bar: the edge's at most the forwarder's plus 0.15.
+BENCH_CALLS ?= 2000x
+bench-call:
+	@set -e; out=$$($(GO) test -count=1 -run '^$$' -bench '^BenchmarkCallOverheadProcess$$' -benchtime $(BENCH_CALLS) ./test/); \
+	echo "$$out"; echo "$$out" | awk '/^BenchmarkCallOverheadProcess/ { \
+	  for (i = 3; i < NF; i++) { if ($$(i+1) == "edge-ratio") e = $$i; if ($$(i+1) == "forwarder-ratio") f = $$i } } \
+	  END { if (e == "" || f == "") { print "bench-call: no ratios in the output"; exit 1 } \
+	  printf "call overhead (p50, same run): edge %.2fx, forwarder %.2fx, edge - forwarder %.2f\n", e, f, e - f }'
+
+## bench: the call overhead first (bench-call), then the benchmarks whose
+## figures the issues report (the edge's fan-out and session memory with
+## BENCH_SESSIONS idle sessions).
 BENCH_SESSIONS ?= 5000
-bench:
+bench: bench-call
 	FLEETGATE_BENCH_SESSIONS=$(BENCH_SESSIONS) $(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./test/...
 
 ## soak: two edges, 2,000 sessions and a sustained call load for SOAK
