@@ -151,12 +151,18 @@ func startSDKBackend(t *testing.T) string {
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"hits":{"type":"array"}}}`),
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false), Title: "Search things"},
 		Meta:         mcp.Meta{"example.com/sdk": map[string]any{"x": 1}}, Icons: icons},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	srv.AddTool(&mcp.Tool{Name: "plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Title: "Greet", Description: "Greets.", Icons: icons,
 		Arguments: []*mcp.PromptArgument{{Name: "who", Title: "Who", Required: true}}, Meta: mcp.Meta{"example.com/p": true}},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 	srv.AddResource(&mcp.Resource{URI: "mem://sdk/readme", Name: "readme", Title: "Read me", MIMEType: "text/markdown",
 		Icons: icons, Meta: mcp.Meta{"example.com/r": "s"}, Annotations: &mcp.Annotations{Priority: 1}},
 		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -164,7 +170,9 @@ func startSDKBackend(t *testing.T) string {
 		})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://sdk/items/{id}", Name: "item", Title: "Item",
 		MIMEType: "application/json", Icons: icons, Meta: mcp.Meta{"example.com/t": 1}},
-		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return &mcp.ReadResourceResult{}, nil })
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
 	stateful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
 	return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
