@@ -275,3 +275,36 @@ func appendCanonicalString(dst []byte, s string) []byte {
 	}
 	return append(dst, '"')
 }
+
+// WithoutMembers returns the object raw without its top-level members
+// whose keys drop reports, every other member's bytes unchanged; raw
+// itself (not a copy) when it has none of them.
+func WithoutMembers(raw json.RawMessage, drop func(key string) bool) (json.RawMessage, error) {
+	obj, err := parseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, m := range obj.members {
+		if drop(m.key) {
+			n++
+		}
+	}
+	if n == 0 {
+		return raw, nil
+	}
+	out := make([]byte, 0, len(raw))
+	out = append(out, '{')
+	for _, m := range obj.members {
+		if drop(m.key) {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = appendCanonicalString(out, m.key)
+		out = append(out, ':')
+		out = append(out, obj.raw[m.valStart:m.valEnd]...)
+	}
+	return append(out, '}'), nil
+}

@@ -156,8 +156,10 @@
 //
 // find_tool {"query": string, "limit": 1..50, default 8, larger values
 // clamped} answers structuredContent, and the same JSON as text:
-// {"tools": [{"name", "title" (when set), "description", "inputSchema",
-// "score"}], "catalog_tools", "catalog_tokens", "returned_tokens"}. Token
+// {"tools": [{"name", "description", "inputSchema", ..., "score"}],
+// "catalog_tools", "catalog_tokens", "returned_tokens"}, each tool its
+// definition as tools/list would serve it (the backend's, at the caller's
+// revision) with "score" added. Token
 // figures are estimates: the bytes of each tool's compact JSON as
 // tools/list would serve it, divided by 4 and rounded up, summed over the
 // whole view (catalog_tokens) or over the returned tools
@@ -213,8 +215,8 @@
 // its capabilities or experimental capabilities counts, and so does
 // opening the standalone GET stream, the only channel a list_changed can
 // reach it on) and whether the server advertised it, the last change
-// signal actually delivered, every tools/list page served (digested as
-// sent, with catalog.Digest) and the current digest of each applied view.
+// signal actually delivered, every tools/list page served (its
+// definitions as the view holds them, digested with catalog.Digest) and the current digest of each applied view.
 // GET /v1/sessions shows each session's verdict (convergence.Explain); an
 // optimizer edge serves another list than its view, has no current
 // digest, and its sessions are unverifiable. Options.CallTrail records
@@ -222,10 +224,11 @@
 //
 // # Known limits
 //
-// mcp.Tool has no field for members it does not know (e.g. "execution"),
-// so clients do not receive them, although the controller's digest covers
-// "execution" (the convergence evidence digests what clients receive).
-// A session whose client vanished without DELETE ends after
+// Lists and find_tool serve the definitions the view holds (package
+// view, defs.go), each revision given only the members its schema
+// defines; the convergence evidence digests the view's definitions, so a
+// 2025-06-18 session that is not sent a tool's "execution" still holds
+// the current catalog. A session whose client vanished without DELETE ends after
 // Options.SessionIdleTimeout (default 30m) without a request, with or
 // without Records (see the README's Limits and package admission for the
 // admission gate every request passes first). A request arriving at the

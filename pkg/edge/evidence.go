@@ -36,7 +36,7 @@ func (e *Edge) evidence(s *session.Session) mcp.Middleware {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
 				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && s.Kind() != session.KindStateless && !e.opts.paths.noListEvidence {
+				if lr, ok := res.(*view.ListToolsResult); ok && err == nil && s.Kind() != session.KindStateless && !e.opts.paths.noListEvidence {
 					cursor := ""
 					if r.Params != nil {
 						cursor = r.Params.Cursor
@@ -142,13 +142,15 @@ func (e *Edge) currentDigest(sv *view.Served) string {
 	return e.digests.get(sv).digest
 }
 
-// listed records a tools/list page served to s.
-func (e *Edge) listed(s *session.Session, cursor string, lr *mcp.ListToolsResult, now time.Time) {
+// listed records a tools/list page served to s: its definitions as the
+// view holds them (what a client of the page's revision was served is
+// their projection, view.Project).
+func (e *Edge) listed(s *session.Session, cursor string, lr *view.ListToolsResult, now time.Time) {
 	sv := s.Served()
 	defs := e.digests.get(sv)
 	raws := make([]json.RawMessage, len(lr.Tools))
 	for i, t := range lr.Tools {
-		if raws[i] = defs.defs[t]; raws[i] == nil {
+		if raws[i] = lr.Defs[i]; raws[i] == nil {
 			raws[i], _ = json.Marshal(t)
 		}
 	}
@@ -265,11 +267,10 @@ func (e *Edge) audit(c toolCall, rt route, start time.Time, reply *backend.Reply
 	e.opts.CallTrail.Record(ent)
 }
 
-// toolDefs are the tools of one served value as the go-sdk sends them, and
-// their catalog digest.
+// toolDefs are the tools of one served value as it serves them (the
+// definitions the view holds), and their catalog digest.
 type toolDefs struct {
 	digest string
-	defs   map[*mcp.Tool]json.RawMessage
 	raws   []json.RawMessage // in served order
 }
 
@@ -307,15 +308,12 @@ func (c *digestCache) get(sv *view.Served) *toolDefs {
 	if d := c.byVal[sv]; d != nil {
 		return d
 	}
-	d := &toolDefs{defs: make(map[*mcp.Tool]json.RawMessage, len(sv.ToolList))}
+	d := &toolDefs{}
 	raws := make([]json.RawMessage, 0, len(sv.ToolList))
 	for _, t := range sv.ToolList {
-		b, err := json.Marshal(t)
-		if err != nil {
-			continue
+		if b := sv.ToolDef(t); b != nil {
+			raws = append(raws, b)
 		}
-		d.defs[t] = b
-		raws = append(raws, b)
 	}
 	d.digest, _ = catalog.Digest(raws)
 	d.raws = raws

@@ -35,15 +35,16 @@ func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Reques
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		page, next, err := view.Paginate(e.visibleTo(s.Served(), r.GetExtra()).Index.Advertised, cursor, func(t *mcp.Tool) string { return t.Name })
+		sv := e.visibleTo(s.Served(), r.GetExtra())
+		page, err := view.ToolsPage(sv, sv.Index.Advertised, cursor, revision(s))
 		if err != nil {
 			return nil, true, err
 		}
-		return &mcp.ListToolsResult{Tools: page, NextCursor: next}, true, nil
+		return page, true, nil
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case FindToolName:
-			return e.findTool(e.visibleTo(s.Served(), r.GetExtra()), r.Params.Arguments), true, nil
+			return e.findTool(e.visibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, revision(s)), true, nil
 		case CallToolName:
 			res, err := e.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
@@ -54,13 +55,14 @@ func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Reques
 
 // findTool answers a find_tool call from sv's index: the snapshot loaded
 // here serves the whole call, whatever views are swapped in meanwhile.
-func (e *Edge) findTool(sv *view.Served, args json.RawMessage) *mcp.CallToolResult {
+// The tools found are their definitions at revision rev.
+func (e *Edge) findTool(sv *view.Served, args json.RawMessage, rev string) *mcp.CallToolResult {
 	start := time.Now()
 	query, limit, err := parseFindArgs(args)
 	if err != nil {
 		return toolError(err)
 	}
-	body, err := sv.Index.Find(query, limit)
+	body, err := sv.Index.FindAt(query, limit, rev)
 	if err != nil {
 		return toolError(fmt.Errorf("find_tool %q: %w", query, err))
 	}

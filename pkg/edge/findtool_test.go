@@ -103,7 +103,7 @@ func TestFindToolResultGolden(t *testing.T) {
 		{"meeting_limit1.golden", `{"query":"schedule a meeting","limit":1}`},
 		{"nothing.golden", `{"query":"zebra"}`},
 	} {
-		res := e.findTool(sv, json.RawMessage(tc.args))
+		res := e.findTool(sv, json.RawMessage(tc.args), "")
 		got := decodeFind(t, res)
 		body, _ := json.MarshalIndent(got, "", "  ")
 		path := filepath.Join("testdata", "find_tool", tc.file)

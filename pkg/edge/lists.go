@@ -32,11 +32,11 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return e.cached(view.ListTools(e.visibleTo(s.Served(), r.GetExtra()), r))
+				return e.cached(view.ListTools(e.visibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.ListPromptsRequest:
-				return e.cached(view.ListPrompts(e.visibleTo(s.Served(), r.GetExtra()), r))
+				return e.cached(view.ListPrompts(e.visibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.ListResourcesRequest:
-				return e.cached(view.ListResources(e.visibleTo(s.Served(), r.GetExtra()), r))
+				return e.cached(view.ListResources(e.visibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.CallToolRequest:
 				reply := e.runCall(ctx, toolCall{s: s, ident: e.identityOf(r.GetExtra()), ti: tokenInfoOf(r.GetExtra()),
 					name: r.Params.Name, args: r.Params.Arguments, meta: callMeta(r.Params.Meta),
@@ -47,7 +47,7 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 			case *mcp.ReadResourceRequest:
 				return e.cached(e.readResource(ctx, r))
 			case *mcp.ListResourceTemplatesRequest:
-				return result(e.listTemplates())
+				return e.cached(view.ListTemplates(e.templates(), revision(s)), nil)
 			case *mcp.CompleteRequest:
 				return result(e.complete(ctx, r))
 			}
@@ -68,6 +68,16 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// revision is the protocol revision s is served at: the negotiated one
+// of a session-based session, 2026-07-28 otherwise. Lists give each
+// revision the members of definitions it defines (view.Project).
+func revision(s *session.Session) string {
+	if s.Kind() == session.KindSession {
+		return s.ProtocolVersion()
+	}
+	return newProtocol
 }
 
 // callMeta is the _meta of a call to pass on to its backend: the client's
@@ -103,11 +113,13 @@ func (e *Edge) cached(res mcp.Result, err error) (mcp.Result, error) {
 	}
 	var c *mcp.Cacheable
 	switch r := res.(type) {
-	case *mcp.ListToolsResult:
+	case *view.ListToolsResult:
 		c = &r.Cacheable
-	case *mcp.ListPromptsResult:
+	case *view.ListPromptsResult:
 		c = &r.Cacheable
-	case *mcp.ListResourcesResult:
+	case *view.ListResourcesResult:
+		c = &r.Cacheable
+	case *view.ListResourceTemplatesResult:
 		c = &r.Cacheable
 	case *mcp.ReadResourceResult:
 		c = &r.Cacheable

@@ -44,7 +44,7 @@ func BenchmarkFindToolHandler10k(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		start := time.Now()
-		res := e.findTool(sv, args[i%len(args)])
+		res := e.findTool(sv, args[i%len(args)], "")
 		durs = append(durs, time.Since(start))
 		if res.IsError {
 			b.Fatal(text(res))

@@ -255,16 +255,3 @@ func (e *Edge) template(uri string) (catalog.TemplateEntry, bool) {
 	}
 	return e.current().Catalog.Template(uri)
 }
-
-// listTemplates answers resources/templates/list: the served templates,
-// in the view's order, on one page.
-func (e *Edge) listTemplates() (*mcp.ListResourceTemplatesResult, error) {
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
-	for _, t := range e.templates() {
-		var rt mcp.ResourceTemplate
-		if json.Unmarshal(t.Def, &rt) == nil {
-			res.ResourceTemplates = append(res.ResourceTemplates, &rt)
-		}
-	}
-	return res, nil
-}

@@ -10,33 +10,39 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
-// What the go-sdk's types cannot carry of tasks (tasks.go) is added to
-// its results as they are encoded: the server's tasks capability in the
-// initialize result, and each tool's execution member in tools/list. A
-// result is wrapped in a type that embeds the go-sdk's (so it is still an
-// mcp.Result) and adds the members when marshalled.
+// What the go-sdk's types cannot carry, or carry for every revision, is
+// settled as results are encoded, for the revision of the session: the
+// server's tasks capability is added to the initialize result of a
+// 2025-11-25 session (the revision that defines it), and a resources/read
+// result to an older session leaves out ttlMs and cacheScope (2026-07-28
+// members). A result is wrapped in a type that embeds the go-sdk's (so it
+// is still an mcp.Result) and settles them when marshalled. A tool's
+// execution member needs nothing here: lists serve the definitions the
+// view holds, at the session's revision (view.Project).
 
 // tasksCapability is the edge's tasks capability: tasks/list, tasks/cancel
 // and task-augmented tools/call.
 var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
 // taskFields is the session servers' outermost middleware: on a session
-// of the session-based protocol in passthrough mode, it adds the tasks
-// capability to initialize and the tools' execution members to
-// tools/list.
+// of the session-based protocol, it adds the tasks capability to a
+// 2025-11-25 initialize in passthrough mode, and drops the 2026-07-28
+// cache members from resources/read results.
 func (e *Edge) taskFields(s *session.Session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if err != nil || s.Kind() != session.KindSession || e.opts.Mode != ModePassthrough {
+			if err != nil || s.Kind() != session.KindSession {
 				return res, err
 			}
 			switch r := res.(type) {
 			case *mcp.InitializeResult:
-				return &initializeWithTasks{r}, nil
-			case *mcp.ListToolsResult:
-				if x := s.Served().ToolExecutions(); hasExecution(x, r.Tools) {
-					return &toolsWithExecution{ListToolsResult: r, x: x}, nil
+				if e.opts.Mode == ModePassthrough && r.ProtocolVersion >= view.Rev20251125 {
+					return &initializeWithTasks{r}, nil
+				}
+			case *mcp.ReadResourceResult:
+				if rev := s.ProtocolVersion(); view.Older(rev) {
+					return &readAtRevision{ReadResourceResult: r, rev: rev}, nil
 				}
 			}
 			return res, err
@@ -69,52 +75,13 @@ func (r *initializeWithTasks) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// hasExecution reports whether a tool of tools has an execution member.
-func hasExecution(x view.Executions, tools []*mcp.Tool) bool {
-	if len(x) == 0 {
-		return false
-	}
-	for _, t := range tools {
-		if _, ok := x[t.Name]; ok {
-			return true
-		}
-	}
-	return false
+// readAtRevision is a resources/read result to a session of revision rev,
+// older than 2026-07-28: without ttlMs and cacheScope.
+type readAtRevision struct {
+	*mcp.ReadResourceResult
+	rev string
 }
 
-// toolsWithExecution is a tools/list result whose tools carry their
-// definitions' execution members.
-type toolsWithExecution struct {
-	*mcp.ListToolsResult
-	x view.Executions
-}
-
-func (r *toolsWithExecution) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(r.ListToolsResult)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	tools := make([]json.RawMessage, len(r.Tools))
-	for i, t := range r.Tools {
-		tb, err := json.Marshal(t)
-		if err != nil {
-			return nil, err
-		}
-		if ex, ok := r.x[t.Name]; ok && len(tb) > 1 && tb[len(tb)-1] == '}' {
-			sep := ","
-			if len(tb) == 2 { // {}
-				sep = ""
-			}
-			tb = append(append(append(tb[:len(tb)-1:len(tb)-1], sep+`"execution":`...), ex...), '}')
-		}
-		tools[i] = tb
-	}
-	if m["tools"], err = json.Marshal(tools); err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
+func (r *readAtRevision) MarshalJSON() ([]byte, error) {
+	return view.WithoutNewer(r.ReadResourceResult, r.rev)
 }

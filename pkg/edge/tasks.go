@@ -21,7 +21,8 @@ import (
 // session-based protocol may make a tools/call a task when the tool's
 // definition says execution.taskSupport "optional" or "required"; the
 // edge advertises the tasks capability (list, cancel, tools/call) and
-// passes each tool's execution member on in tools/list (taskfields.go).
+// serves each tool's execution member in tools/list as the backend gave
+// it (lists serve the definitions the view holds; taskfields.go).
 //
 // The go-sdk knows no task method, so the edge answers them before it:
 // a tools/call with params.task and tasks/get, tasks/result, tasks/cancel

@@ -194,8 +194,8 @@ func Build(gen uint64, g *events.Group, sep string, prev *Served) *Served {
 
 // sdkTool decodes a tool definition into an mcp.Tool whose schemas stay
 // the raw bytes of the definition (no per-server reflection; the go-sdk
-// serves them verbatim). Members mcp.Tool does not know are dropped by the
-// go-sdk; see the package doc.
+// serves them verbatim). The value names the tool and feeds the search
+// index; lists serve the definition itself (defs.go).
 func sdkTool(def json.RawMessage) (*mcp.Tool, error) {
 	// The definition came from the bus: bounded before it is decoded.
 	if err := mcpwire.Check(def, mcpwire.MaxDepth); err != nil {
