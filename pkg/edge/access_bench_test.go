@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 )
@@ -93,10 +94,11 @@ func BenchmarkPolicyToolsList(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Edge{opts: Options{Group: "default", IdentityHeader: "X-User"}, guard: newGuard(prometheus.NewRegistry())}
-	e.pol.Store(p)
+	e := &Edge{opts: Options{Group: "default", IdentityHeader: "X-User"}}
+	e.calls = calls.New(calls.Options{Group: "default", IdentityHeader: "X-User", Registry: prometheus.NewRegistry()})
+	e.calls.SetPolicy(p)
 	list := func(ident string) int {
-		return len(e.visibleTo(sv, &mcp.RequestExtra{Header: http.Header{"X-User": {ident}}}).ToolList)
+		return len(e.calls.VisibleTo(sv, &mcp.RequestExtra{Header: http.Header{"X-User": {ident}}}).ToolList)
 	}
 	b.Run("new-identity", func(b *testing.B) {
 		i := 0

@@ -2,11 +2,12 @@ package edge
 
 import (
 	"encoding/json"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 

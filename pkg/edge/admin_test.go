@@ -118,7 +118,7 @@ func TestShutdownDrainsCalls(t *testing.T) {
 		res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{"text": "late"}})
 		out <- result{res, err}
 	}()
-	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.calls.Inflight() == 1 })
 	cancel()
 	eventually(t, 10*time.Second, "not ready while draining", func() bool { return !e.Ready() })
 	b.SetHang(false)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/auth"
@@ -89,9 +88,6 @@ func newBearer(o *AuthOptions, identityHeader, listen string, reg prometheus.Reg
 // the edge's owner hashes.
 func tokenUser(id *auth.Identity) string { return id.Issuer + " " + id.Subject }
 
-// claimsKey is the key of a verified token's identity in TokenInfo.Extra.
-const claimsKey = "fleetgate.identity"
-
 // authenticate verifies r's bearer token (when the edge has a token
 // issuer) and returns r carrying the go-sdk's TokenInfo for it; or the
 // refusal: 401 with the challenge, 403 for a missing scope, 503 while the
@@ -139,13 +135,3 @@ type discardWriter struct{}
 func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
-
-// tokenIdentity is the verified identity of a request's TokenInfo, nil
-// without one.
-func tokenIdentity(ti *goauth.TokenInfo) *auth.Identity {
-	if ti == nil {
-		return nil
-	}
-	id, _ := ti.Extra[claimsKey].(*auth.Identity)
-	return id
-}

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/records"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
-	"golang.org/x/sync/singleflight"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/records"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +31,6 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -207,12 +209,11 @@ type Edge struct {
 	posting atomic.Int64       // session POSTs in progress, their responses included
 	routes  *routeCounts
 
-	// bearer verifies tokens (nil without Options.Auth); pol is the tool
-	// policy of the generation applied (nil: none, everything allowed),
-	// guard its caches.
+	// bearer verifies tokens (nil without Options.Auth); calls routes
+	// what clients ask of the backends, under the tool policy of the
+	// generation applied (package calls).
 	bearer  *bearer
-	pol     atomic.Pointer[policy.Policy]
-	guard   *guard
+	calls   *calls.Plane
 	limits  *limits // the policy's rate limits
 	rm      *recordMetrics
 	digests *digestCache
@@ -232,7 +233,6 @@ type Edge struct {
 	// confirmed names (nil on one log).
 	confirmedRegions atomic.Pointer[map[string]uint64]
 	ready            atomic.Bool
-	inflight         atomic.Int64 // forwarded calls in progress
 	tracer           trace.Tracer // trace.go; traced: it records or propagates
 	traced           bool
 
@@ -326,7 +326,17 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.mcpLn.Close()
 		return nil, fmt.Errorf("edge: admin listen %s: %w", opts.AdminListen, err)
 	}
-	e.guard, e.limits = newGuard(opts.Registry), newLimits(opts.Registry)
+	e.limits = newLimits(opts.Registry)
+	var tracer trace.Tracer
+	if e.traced {
+		tracer = e.tracer
+	}
+	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
+		View: e.current, Generation: e.generation, Trail: opts.CallTrail, Log: e.log, Tracer: tracer, Registry: opts.Registry,
+		Backend: func(name string) (events.BackendConfig, bool) {
+			cfg, ok := (*e.backends.Load())[name]
+			return cfg, ok
+		}})
 	if opts.Auth != nil {
 		if e.bearer, err = newBearer(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), opts.Registry); err != nil {
 			e.mcpLn.Close()
@@ -418,11 +428,11 @@ func (e *Edge) shutdown(srv *http.Server) {
 	go func() { done <- srv.Shutdown(dctx) }()
 	e.closeLanes(false)
 	tick := time.NewTicker(10 * time.Millisecond)
-	for e.inflight.Load()+e.posting.Load() > 0 && dctx.Err() == nil {
+	for e.calls.Inflight()+e.posting.Load() > 0 && dctx.Err() == nil {
 		select {
 		case <-tick.C:
 		case <-dctx.Done():
-			e.log.Warn().Int64("calls", e.inflight.Load()).Msg("shutdown: in-flight calls did not finish before the deadline")
+			e.log.Warn().Int64("calls", e.calls.Inflight()).Msg("shutdown: in-flight calls did not finish before the deadline")
 		}
 	}
 	tick.Stop()

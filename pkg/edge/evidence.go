@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/convergence"
-	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
@@ -71,7 +68,7 @@ func (e *Edge) initialized(s *session.Session, r mcp.Request, ir *mcp.Initialize
 	}
 	conv.SetCurrent(e.currentDigest(sv), e.generation(sv))
 	conv.CurrentRegions = e.regions(sv)
-	e.sessionCreated(s, sessionstore.OwnerHash(e.identityOf(r.GetExtra())), params, conv, time.Now())
+	e.sessionCreated(s, sessionstore.OwnerHash(e.calls.IdentityOf(r.GetExtra())), params, conv, time.Now())
 }
 
 // identityOf is Edge.identity for a request inside the go-sdk.
@@ -230,41 +227,6 @@ func (e *Edge) adopt(s *session.Session, rec *sessionstore.Record, rev uint64, n
 	if s.Record().Adopt(rec, rev, now, e.opts.ID, e.currentDigest(sv), e.generation(sv), e.regions(sv)) {
 		s.OweTools()
 	}
-}
-
-// audit records call c, routed by rt, in the call trail: failure is why
-// it failed when it did (the reply is then an isError result).
-func (e *Edge) audit(c toolCall, rt route, start time.Time, reply *backend.Reply, failure error) {
-	ent := calltrail.Entry{Time: start, Group: e.opts.Group, Edge: e.opts.ID, Tool: c.name,
-		BackendTool: rt.tool.Original, Backend: rt.tool.Backend, Generation: rt.gen,
-		Latency: time.Since(start), Outcome: calltrail.OutcomeOK, Arguments: c.args}
-	if c.s != nil && c.s.Kind() == session.KindSession {
-		ent.SessionID = c.s.ID()
-		ent.OwnerHash = c.s.Record().Owner()
-	} else {
-		ent.OwnerHash = sessionstore.OwnerHash(c.ident)
-	}
-	if id := tokenIdentity(c.ti); id != nil {
-		ent.Issuer, ent.Subject = id.Issuer, id.Subject
-	}
-	switch {
-	case failure != nil:
-		ent.Outcome, ent.Error = calltrail.OutcomeError, failure.Error()
-		if d, ok := errors.AsType[*deniedError](failure); ok {
-			ent.Rule = d.rule
-		}
-	case reply.Raw != nil && !reply.IsError:
-		// The trail reads only IsError and an error's text: a plain
-		// result is not decoded for it.
-	case reply.Decoded().IsError:
-		ent.Outcome = calltrail.OutcomeIsError
-		if res := reply.Decoded(); len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-				ent.Error = tc.Text
-			}
-		}
-	}
-	e.opts.CallTrail.Record(ent)
 }
 
 // toolDefs are the tools of one served value as it serves them (the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -120,8 +122,8 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 // later is where a call lane takes the backend bodies it closes after
 // answering (nil elsewhere).
 func (e *Edge) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
-	return e.runCall(ctx, toolCall{s: s, ident: e.identityOf(req.GetExtra()), ti: tokenInfoOf(req.GetExtra()), name: req.Params.Name,
-		args: req.Params.Arguments, later: later, relay: e.relayFor(ctx, s, req.Session, nil)}), nil
+	return e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(req.GetExtra()), TokenInfo: calls.TokenInfoOf(req.GetExtra()), Name: req.Params.Name,
+		Args: req.Params.Arguments, Later: later, Relay: e.calls.RelayFor(ctx, s, req.Session, nil)}), nil
 }
 
 // closingsOf is the closings of a call lane's response writer w: nil for

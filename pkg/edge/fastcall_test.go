@@ -3,13 +3,14 @@ package edge
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"io"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 )

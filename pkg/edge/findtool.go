@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,7 +37,7 @@ func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Reques
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		sv := e.visibleTo(s.Served(), r.GetExtra())
+		sv := e.calls.VisibleTo(s.Served(), r.GetExtra())
 		page, err := view.ToolsPage(sv, sv.Index.Advertised, cursor, revision(s))
 		if err != nil {
 			return nil, true, err
@@ -44,7 +46,7 @@ func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Reques
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case FindToolName:
-			return e.findTool(e.visibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, revision(s)), true, nil
+			return e.findTool(e.calls.VisibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, revision(s)), true, nil
 		case CallToolName:
 			res, err := e.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
@@ -142,28 +144,28 @@ func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err 
 // current view, pool, timeout and metrics). A tool the current view does
 // not hold gets an isError result naming it.
 func (e *Edge) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
-	ident, ti := e.identityOf(x), tokenInfoOf(x)
+	ident, ti := e.calls.IdentityOf(x), calls.TokenInfoOf(x)
 	name, args, err := parseCallArgs(raw)
 	if err != nil {
 		return toolError(err), nil
 	}
-	c := toolCall{s: s, ident: ident, ti: ti, name: name, args: args}
-	e.inflight.Add(1)
-	defer e.inflight.Add(-1)
+	c := calls.Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args}
+	e.calls.Begin()
+	defer e.calls.End()
 	start := time.Now()
-	rt, err := e.resolve(c)
+	rt, err := e.calls.Resolve(c)
 	if err != nil { // unknown, gone, or hidden by the policy: the same answer
-		e.m.unknownCalls.Inc() // counted, not logged: a client looping on it would flood the log
+		e.calls.Unknown() // counted, not logged: a client looping on it would flood the log
 		e.log.Debug().Str("tool", name).Msg("call_tool of a tool not in the served view")
 		reply := backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); use find_tool to search again",
 				name, e.opts.Group)}}}}
 		if e.opts.CallTrail != nil {
-			e.audit(c, rt, start, &reply, err)
+			e.calls.Audit(c, rt, start, &reply, err)
 		}
 		return reply.Decoded(), nil
 	}
-	reply := e.forward(ctx, c, rt, nil, start)
+	reply := e.calls.Forward(ctx, c, rt, nil, start)
 	return reply.Decoded(), nil
 }
 

@@ -64,7 +64,7 @@ func TestLaneShutdown(t *testing.T) {
 	b.SetHang(true)
 	t.Cleanup(func() { b.SetHang(false) })
 	busy.send(laneRequest(sid, callBody("2", "alpha_echo")))
-	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.calls.Inflight() == 1 })
 	stop()
 	_ = idle.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if n, err := idle.br.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
@@ -87,9 +87,9 @@ func TestLaneShutdownCancelsCallPastDrain(t *testing.T) {
 	b.SetHang(true)
 	t.Cleanup(func() { b.SetHang(false) })
 	lc.send(laneRequest(sid, callBody("2", "alpha_echo")))
-	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.calls.Inflight() == 1 })
 	stop()
-	eventually(t, 10*time.Second, "call cancelled after the drain", func() bool { return e.inflight.Load() == 0 })
+	eventually(t, 10*time.Second, "call cancelled after the drain", func() bool { return e.calls.Inflight() == 0 })
 }
 
 // A call answered on a lane while shutdown drains says Connection: close,
@@ -102,7 +102,7 @@ func TestLaneShutdownResponseCloses(t *testing.T) {
 	b.SetHang(true)
 	t.Cleanup(func() { b.SetHang(false) })
 	lc.send(laneRequest(sid, callBody("2", "alpha_echo")))
-	eventually(t, 10*time.Second, "call in flight", func() bool { return e.inflight.Load() == 1 })
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.calls.Inflight() == 1 })
 	stop()
 	eventually(t, 10*time.Second, "shutdown began", e.lanesShut.Load)
 	b.SetHang(false)

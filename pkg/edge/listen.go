@@ -3,8 +3,9 @@ package edge
 import (
 	"crypto/rand"
 	"encoding/json"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net/http"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -75,7 +76,7 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 	ident, _ := e.identity(r)
 	s := e.reg.New("listen-"+rand.Text(), session.KindListen, newProtocol, ident)
 	s.Listen(lr.Subs)
-	s.SetSubject(e.subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
+	s.SetSubject(e.calls.Subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
 	e.reg.Open(s)
 	if !s.Attach(conn, append(session.StreamHead(), ack...), frames) {
 		e.reg.Forget(s) // refused: the edge is shutting down

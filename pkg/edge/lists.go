@@ -3,8 +3,10 @@ package edge
 import (
 	"context"
 	"encoding/json"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"strings"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,28 +30,28 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 			switch req.(type) {
 			case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest:
 				// Who last listed: a policy change is compared for it.
-				s.SetSubject(e.subject(tokenInfoOf(req.GetExtra()), e.identityOf(req.GetExtra())))
+				s.SetSubject(e.calls.Subject(calls.TokenInfoOf(req.GetExtra()), e.calls.IdentityOf(req.GetExtra())))
 			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return e.cached(view.ListTools(e.visibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return e.cached(view.ListTools(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.ListPromptsRequest:
-				return e.cached(view.ListPrompts(e.visibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return e.cached(view.ListPrompts(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.ListResourcesRequest:
-				return e.cached(view.ListResources(e.visibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return e.cached(view.ListResources(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.CallToolRequest:
-				reply := e.runCall(ctx, toolCall{s: s, ident: e.identityOf(r.GetExtra()), ti: tokenInfoOf(r.GetExtra()),
-					name: r.Params.Name, args: r.Params.Arguments, meta: callMeta(r.Params.Meta),
-					relay: e.relayFor(ctx, s, r.Session, r.Params.GetProgressToken())})
+				reply := e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
+					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
+					Relay: e.calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())})
 				return reply.Decoded(), nil
 			case *mcp.GetPromptRequest:
-				return result(e.getPrompt(ctx, r))
+				return result(e.calls.GetPrompt(ctx, r))
 			case *mcp.ReadResourceRequest:
-				return e.cached(e.readResource(ctx, r))
+				return e.cached(e.calls.ReadResource(ctx, r))
 			case *mcp.ListResourceTemplatesRequest:
-				return e.cached(view.ListTemplates(e.templates(), revision(s)), nil)
+				return e.cached(view.ListTemplates(e.calls.Templates(), revision(s)), nil)
 			case *mcp.CompleteRequest:
-				return result(e.complete(ctx, r))
+				return result(e.calls.Complete(ctx, r))
 			}
 			res, err = next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
@@ -126,7 +128,7 @@ func (e *Edge) cached(res mcp.Result, err error) (mcp.Result, error) {
 	}
 	if c != nil {
 		switch {
-		case e.pol.Load() != nil:
+		case e.calls.Policy() != nil:
 			c.CacheScope = "private"
 		case c.CacheScope == "":
 			c.CacheScope = "public"

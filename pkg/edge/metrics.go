@@ -1,8 +1,9 @@
 package edge
 
 import (
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,7 +24,6 @@ type metrics struct {
 	collisions    prometheus.Gauge
 	callSeconds   *prometheus.HistogramVec
 	callErrors    *prometheus.CounterVec
-	unknownCalls  prometheus.Counter
 	notifyDropped prometheus.Counter
 	streams       prometheus.Gauge
 	lanes         prometheus.Gauge
@@ -57,8 +57,6 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"backend", "method"}),
 		callErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_backend_call_errors_total",
 			Help: "Forwarded requests that failed, by backend and method."}, []string{"backend", "method"}),
-		unknownCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_unavailable_calls_total",
-			Help: "Calls naming a tool, prompt or resource the served view does not hold."}),
 		notifyDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_notifications_skipped_total",
 			Help: "List-changed notifications merged into the next one because the previous one to that session was still being written (a client not reading)."}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_standalone_streams",
@@ -73,7 +71,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Requests on call lanes given back to net/http's server (not a plain tools/call)."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
-		m.callSeconds, m.callErrors, m.unknownCalls, m.notifyDropped, m.streams,
+		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
 		m.lanes, m.laneHandbacks, m.connRefused, m.idleEnded)
 	return m
 }

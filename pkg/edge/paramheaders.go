@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,7 +78,7 @@ func (e *Edge) paramHeaderMismatch(r *mcp.CallToolRequest) error {
 	if r.Params == nil {
 		return nil
 	}
-	bindings := e.bindings(tokenInfoOf(r.Extra), e.identityOf(r.Extra), r.Params.Name)
+	bindings := e.bindings(calls.TokenInfoOf(r.Extra), e.calls.IdentityOf(r.Extra), r.Params.Name)
 	if len(bindings) == 0 {
 		return nil
 	}
@@ -102,7 +104,7 @@ func (e *Edge) bindings(ti *goauth.TokenInfo, ident, name string) []catalog.Para
 	if len(b) == 0 {
 		return nil
 	}
-	if ok, _ := e.allowed(cur, ti, ident, policy.KindTool, name); !ok {
+	if ok, _ := e.calls.Allowed(cur, ti, ident, policy.KindTool, name); !ok {
 		return nil
 	}
 	return b

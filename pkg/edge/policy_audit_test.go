@@ -48,7 +48,7 @@ func TestPolicyRefusalsAudited(t *testing.T) {
 		refused.Issuer != iss.URL() || refused.Subject != "alice" || refused.Rule != "ops-only-beta" {
 		t.Fatalf("entry of the refused call %+v", refused)
 	}
-	if n := testutil.ToFloat64(e.guard.refused.WithLabelValues("ops-only-beta")); n != 1 {
+	if n := testutil.ToFloat64(e.calls.Refused().WithLabelValues("ops-only-beta")); n != 1 {
 		t.Fatalf("policy refusals by ops-only-beta: %v, want 1", n)
 	}
 	if n := testutil.ToFloat64(e.bearer.results.WithLabelValues("ok", "")); n < 3 {
@@ -113,7 +113,7 @@ func TestPolicyPromptsAndResources(t *testing.T) {
 			}
 		})
 	}
-	if n := testutil.ToFloat64(e.guard.refused.WithLabelValues("ops-only-beta-content")); n != 4 {
+	if n := testutil.ToFloat64(e.calls.Refused().WithLabelValues("ops-only-beta-content")); n != 4 {
 		t.Fatalf("refusals by the rule: %v, want 4 (a get and a read on each generation)", n)
 	}
 }

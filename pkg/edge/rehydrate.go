@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
-	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
+	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"

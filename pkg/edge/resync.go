@@ -2,10 +2,11 @@ package edge
 
 import (
 	"context"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"

@@ -3,13 +3,14 @@ package edge
 import (
 	"bufio"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 

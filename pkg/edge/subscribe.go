@@ -3,10 +3,11 @@ package edge
 import (
 	"context"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,7 +134,7 @@ func (e *Edge) subscribe(ctx context.Context, s *session.Session, req *mcp.Subsc
 	}
 	cur := e.current()
 	entry, ok := cur.Catalog.Resource(uri)
-	cfg, ok := e.reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
+	cfg, ok := e.calls.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
 	if !ok {
 		return mcp.ResourceNotFoundError(uri)
 	}
@@ -167,7 +168,7 @@ func (e *Edge) unsubscribe(_ context.Context, s *session.Session, req *mcp.Unsub
 // unsubscribeBackend ends the edge's subscription to a backend's resource,
 // in the background (a session that ends does not wait for it).
 func (e *Edge) unsubscribeBackend(k resourceKey) {
-	cfg, ok := e.backendConfig(k.backend)
+	cfg, ok := e.calls.BackendConfig(k.backend)
 	if !ok || !e.hj.Hold() {
 		return // gone from the view: its pooled session goes with it
 	}

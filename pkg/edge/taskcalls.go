@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
@@ -28,9 +30,9 @@ func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestE
 	if json.Unmarshal(params["name"], &name) != nil || name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: no tool name"}
 	}
-	rt, err := e.resolve(toolCall{s: s, ident: e.identityOf(x), ti: tokenInfoOf(x), name: name})
+	rt, err := e.calls.Resolve(calls.Call{Session: s, Ident: e.calls.IdentityOf(x), TokenInfo: calls.TokenInfoOf(x), Name: name})
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, ErrUnavailable)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, calls.ErrUnavailable)}
 	}
 	if e.current().ToolExecutions().TaskSupport(name) == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %q cannot run as a task", name)}
@@ -39,7 +41,7 @@ func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestE
 	for k, v := range params {
 		fwd[k] = v
 	}
-	fwd["name"], _ = json.Marshal(rt.tool.Original)
+	fwd["name"], _ = json.Marshal(rt.Tool.Original)
 	if m, ok := fwd["_meta"]; ok {
 		if fwd["_meta"] = forwardMeta(m); fwd["_meta"] == nil {
 			delete(fwd, "_meta")
@@ -49,11 +51,11 @@ func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestE
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params not encodable"}
 	}
-	raw, err := e.pool.Request(ctx, rt.tool.Backend, rt.cfg, "tools/call", body, nil)
+	raw, err := e.pool.Request(ctx, rt.Tool.Backend, rt.Config, "tools/call", body, nil)
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
-	out, bid, ok := swapTaskID(raw, []string{"task"}, func(id string) string { return taskID(rt.tool.Backend, id) })
+	out, bid, ok := swapTaskID(raw, []string{"task"}, func(id string) string { return taskID(rt.Tool.Backend, id) })
 	if !ok {
 		return raw, nil // no task made: the backend answered the call itself
 	}
@@ -61,7 +63,7 @@ func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestE
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: its backend's task id is longer than %d bytes", name, sessionstore.MaxTaskID)}
 	}
 	t := e.sessionTasksOf(s, true)
-	t.add(taskID(rt.tool.Backend, bid), taskRef{backend: rt.tool.Backend, id: bid})
+	t.add(taskID(rt.Tool.Backend, bid), taskRef{backend: rt.Tool.Backend, id: bid})
 	e.tasksChanged(s, t)
 	return out, nil
 }
@@ -101,7 +103,7 @@ func (e *Edge) taskMethod(ctx context.Context, s *session.Session, method string
 	if !ok {
 		return nil, errTaskNotFound(id)
 	}
-	cfg, ok := e.backendConfig(ref.backend)
+	cfg, ok := e.calls.BackendConfig(ref.backend)
 	if !ok { // its backend left the view: the task went with it
 		t.drop(id)
 		e.tasksChanged(s, t)

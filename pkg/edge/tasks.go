@@ -193,8 +193,8 @@ func (e *Edge) serveTask(w http.ResponseWriter, r *http.Request, s *session.Sess
 	if !ok {
 		return false
 	}
-	e.inflight.Add(1)
-	defer e.inflight.Add(-1)
+	e.calls.Begin()
+	defer e.calls.End()
 	x := &mcp.RequestExtra{TokenInfo: goauth.TokenInfoFromContext(r.Context()), Header: r.Header}
 	var res json.RawMessage
 	var rerr *jsonrpc.Error

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/fleetgate/fleetgate/pkg/auth"
@@ -28,7 +30,7 @@ type verifiedToken struct {
 // take its TokenInfo.
 func newVerifiedToken(id *auth.Identity) *verifiedToken {
 	ti := &goauth.TokenInfo{UserID: tokenUser(id), Scopes: id.Scopes, Expiration: id.Expiry,
-		Extra: map[string]any{claimsKey: id}}
+		Extra: map[string]any{calls.ClaimsKey: id}}
 	vt := &verifiedToken{ti: ti, owner: sessionstore.OwnerHash(ti.UserID)}
 	// The go-sdk's context key is unexported: its RequireBearerToken
 	// middleware is the one way to set it. It runs here once, on a

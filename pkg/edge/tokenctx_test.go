@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/fleetgate/fleetgate/pkg/auth"
@@ -32,7 +34,7 @@ func TestTokenContext(t *testing.T) {
 	if other := verifiedTokenOf(&auth.Identity{Issuer: id.Issuer, Subject: "bob"}); other == vt || other.ti.UserID == vt.ti.UserID {
 		t.Fatal("two identities share a verifiedToken")
 	}
-	if vt.ti.UserID != tokenUser(id) || tokenIdentity(vt.ti) != id {
+	if vt.ti.UserID != tokenUser(id) || calls.TokenIdentity(vt.ti) != id {
 		t.Fatalf("TokenInfo %+v does not name %+v", vt.ti, id)
 	}
 	if vt.owner != sessionstore.OwnerHash(tokenUser(id)) {

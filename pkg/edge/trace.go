@@ -2,8 +2,9 @@ package edge
 
 import (
 	"context"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/tracing"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
@@ -31,98 +31,11 @@ import (
 
 const tracerName = "github.com/fleetgate/fleetgate/pkg/edge"
 
-// Attribute keys of the edge's spans.
-const (
-	attrMethod     = attribute.Key("mcp.method.name")
-	attrSession    = attribute.Key("mcp.session.id")
-	attrProtocol   = attribute.Key("mcp.protocol.version")
-	attrTool       = attribute.Key("gen_ai.tool.name")
-	attrOperation  = attribute.Key("gen_ai.operation.name")
-	attrTransport  = attribute.Key("network.transport")
-	attrProtoName  = attribute.Key("network.protocol.name")
-	attrErrorType  = attribute.Key("error.type")
-	attrBackend    = attribute.Key("fleetgate.backend")
-	attrGeneration = attribute.Key("fleetgate.view.generation")
-	attrEdge       = attribute.Key("fleetgate.edge")
-	attrSessions   = attribute.Key("fleetgate.sessions")
-	attrEventGen   = attribute.Key("fleetgate.generation")
-)
-
 // setTracing sets the edge's tracer from tp (nil: the global provider).
 func (e *Edge) setTracing(tp trace.TracerProvider) {
 	tp = tracing.Or(tp)
 	e.traced = tracing.Active(tp)
 	e.tracer = tp.Tracer(tracerName)
-}
-
-// tracedForward is forward within the call's server span and, when the
-// call has a route, the backend's client span.
-func (e *Edge) tracedForward(ctx context.Context, c toolCall, rt route, err error, start time.Time) backend.Reply {
-	ctx = tracing.ExtractMeta(ctx, c.meta)
-	// Attributes are set on recording spans only: an unsampled call
-	// costs its two span contexts and the propagation alone.
-	ctx, sp := e.tracer.Start(ctx, "tools/call "+c.name, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start))
-	defer sp.End()
-	if sp.IsRecording() {
-		sp.SetAttributes(e.callAttributes(c, rt, err)...)
-	}
-	if err != nil {
-		sp.SetStatus(codes.Error, "unavailable")
-		sp.SetAttributes(attrErrorType.String("unavailable"))
-		return e.forward(ctx, c, rt, err, start)
-	}
-	if !sp.IsRecording() {
-		// Unsampled: the backend span would not be sampled either (the
-		// samplers are parent-based), so the call's own context goes on,
-		// in the traceparent header only: params._meta is left as the
-		// client sent it (a _meta member costs the backend the decoding of
-		// _meta, which as much as doubles what tracing costs a call).
-		return e.forward(ctx, c, rt, nil, start)
-	}
-	bctx, bsp := e.tracer.Start(ctx, "tools/call "+rt.tool.Original, trace.WithSpanKind(trace.SpanKindClient))
-	if bsp.IsRecording() {
-		bsp.SetAttributes(attrMethod.String("tools/call"), attrTool.String(rt.tool.Original),
-			attrOperation.String("execute_tool"), attrBackend.String(rt.tool.Backend),
-			attrGeneration.Int64(int64(rt.gen)), attrProtocol.String(backend.Protocol),
-			attrTransport.String("tcp"), attrProtoName.String("http"))
-	}
-	c.meta = tracing.InjectMeta(bctx, c.meta)
-	reply := e.forward(bctx, c, rt, nil, start)
-	if isErrorReply(reply) {
-		for _, s := range []trace.Span{bsp, sp} {
-			s.SetStatus(codes.Error, "tool error")
-			s.SetAttributes(attrErrorType.String("tool_error"))
-		}
-	}
-	bsp.End()
-	return reply
-}
-
-// callAttributes are the server span's attributes of call c by route rt.
-func (e *Edge) callAttributes(c toolCall, rt route, err error) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attrMethod.String("tools/call"), attrTool.String(c.name),
-		attrOperation.String("execute_tool"), attrTransport.String("tcp"), attrProtoName.String("http"),
-		attrGeneration.Int64(int64(rt.gen)), attrEdge.String(e.opts.ID)}
-	if c.s != nil && c.s.Kind() == session.KindSession {
-		attrs = append(attrs, attrSession.String(c.s.ID()))
-	}
-	if c.s != nil {
-		if p := c.s.ProtocolVersion(); p != "" {
-			attrs = append(attrs, attrProtocol.String(p))
-		}
-	}
-	if err == nil {
-		attrs = append(attrs, attrBackend.String(rt.tool.Backend))
-	}
-	return attrs
-}
-
-// isErrorReply reports whether reply is an isError result.
-func isErrorReply(r backend.Reply) bool {
-	if r.Res != nil {
-		return r.Res.IsError
-	}
-	return r.IsError
 }
 
 // applyTrace is the span of one resync batch, made when the batch ends:
@@ -170,7 +83,7 @@ func (a *applyTrace) end(st *events.State) {
 		if !parent.IsValid() {
 			parent = et.sc
 		} else {
-			links = append(links, trace.Link{SpanContext: et.sc, Attributes: []attribute.KeyValue{attrEventGen.Int64(int64(et.gen))}})
+			links = append(links, trace.Link{SpanContext: et.sc, Attributes: []attribute.KeyValue{tracing.AttrEventGen.Int64(int64(et.gen))}})
 		}
 	}
 	e.evTraces = e.evTraces[:n]
@@ -183,9 +96,9 @@ func (a *applyTrace) end(st *events.State) {
 // applied records the application of generation gen (caused by parent)
 // as a span from start to now.
 func (e *Edge) applied(parent trace.SpanContext, links []trace.Link, gen uint64, start time.Time, sessions int) {
-	attrs := []attribute.KeyValue{attrEventGen.Int64(int64(gen)), attrEdge.String(e.opts.ID), attrGeneration.Int64(int64(gen))}
+	attrs := []attribute.KeyValue{tracing.AttrEventGen.Int64(int64(gen)), tracing.AttrEdge.String(e.opts.ID), tracing.AttrGeneration.Int64(int64(gen))}
 	if sessions >= 0 {
-		attrs = append(attrs, attrSessions.Int(sessions))
+		attrs = append(attrs, tracing.AttrSessions.Int(sessions))
 	}
 	_, sp := e.tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "fleetgate.apply",
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...), trace.WithTimestamp(start),
@@ -232,23 +145,23 @@ func (e *Edge) traceRequest(ctx context.Context, s *session.Session, method stri
 	}
 	ctx, sp := e.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 	if sp.IsRecording() {
-		attrs := []attribute.KeyValue{attrMethod.String(method), attrTransport.String("tcp"), attrProtoName.String("http"),
-			attrEdge.String(e.opts.ID)}
+		attrs := []attribute.KeyValue{tracing.AttrMethod.String(method), tracing.AttrTransport.String("tcp"), tracing.AttrProtoName.String("http"),
+			tracing.AttrEdge.String(e.opts.ID)}
 		if s.Kind() == session.KindSession {
-			attrs = append(attrs, attrSession.String(s.ID()))
+			attrs = append(attrs, tracing.AttrSession.String(s.ID()))
 		}
 		if p := s.ProtocolVersion(); p != "" {
-			attrs = append(attrs, attrProtocol.String(p))
+			attrs = append(attrs, tracing.AttrProtocol.String(p))
 		}
 		if sv := s.Served(); sv != nil {
-			attrs = append(attrs, attrGeneration.Int64(int64(sv.Gen)))
+			attrs = append(attrs, tracing.AttrGeneration.Int64(int64(sv.Gen)))
 		}
 		sp.SetAttributes(attrs...)
 	}
 	return ctx, func(err error) {
 		if err != nil {
 			sp.SetStatus(codes.Error, "error")
-			sp.SetAttributes(attrErrorType.String("jsonrpc_error"))
+			sp.SetAttributes(tracing.AttrErrorType.String("jsonrpc_error"))
 		}
 		sp.End()
 	}

@@ -3,9 +3,10 @@ package edge
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"testing"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,10 +55,7 @@ func TestRefreshedTokensShareFilteredView(t *testing.T) {
 			t.Fatal(code)
 		}
 	}
-	e.guard.mu.Lock()
-	nf := len(e.guard.filtered)
-	e.guard.mu.Unlock()
-	if _, misses := e.guard.cache.Stats(); nf != 1 || misses != 1 {
+	if nf, misses := e.calls.CacheStats(); nf != 1 || misses != 1 {
 		t.Fatalf("%d filtered views and %d policy evaluations for one caller's refreshed tokens, want 1 and 1", nf, misses)
 	}
 }

@@ -1,15 +1,15 @@
-package edge
+package calls
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 )
 
 // Per-client state towards backends is kept at the edge, not in backend
@@ -41,9 +41,9 @@ type clientRelay struct {
 	asks  bool // the client may be asked: a session-based protocol
 }
 
-// relayFor is the relay of a call of session ss with the request context
+// RelayFor is the relay of a call of session ss with the request context
 // ctx and progress token token; nil when there is no one to relay to.
-func (e *Edge) relayFor(ctx context.Context, s *session.Session, ss *mcp.ServerSession, token any) backend.Relay {
+func (pl *Plane) RelayFor(ctx context.Context, s *session.Session, ss *mcp.ServerSession, token any) backend.Relay {
 	if ss == nil {
 		return nil
 	}

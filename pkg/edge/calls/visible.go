@@ -1,10 +1,9 @@
-package edge
+package calls
 
 import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,19 +64,19 @@ func newGuard(reg prometheus.Registerer) *guard {
 	return g
 }
 
-// subject is the policy subject of a request's caller: its verified token
+// Subject is the policy subject of a request's caller: its verified token
 // (ti), else the identity ident (an identity header's value, "" for an
 // anonymous caller).
-func (e *Edge) subject(ti *goauth.TokenInfo, ident string) *policy.Subject {
-	g := e.guard
-	if id := tokenIdentity(ti); id != nil {
+func (pl *Plane) Subject(ti *goauth.TokenInfo, ident string) *policy.Subject {
+	g := pl.guard
+	if id := TokenIdentity(ti); id != nil {
 		g.mu.Lock()
 		s, ok := g.byToken[id]
 		g.mu.Unlock()
 		if ok {
 			return s
 		}
-		sub := policy.TokenSubject(id.Issuer, id.Subject, e.opts.Group, stableClaims(id.Claims))
+		sub := policy.TokenSubject(id.Issuer, id.Subject, pl.o.Group, stableClaims(id.Claims))
 		g.mu.Lock()
 		if len(g.byToken) >= maxGuardEntries {
 			clear(g.byToken)
@@ -92,7 +91,7 @@ func (e *Edge) subject(ti *goauth.TokenInfo, ident string) *policy.Subject {
 	if ok {
 		return s
 	}
-	sub := policy.HeaderSubject(ident, e.opts.Group)
+	sub := policy.HeaderSubject(ident, pl.o.Group)
 	g.mu.Lock()
 	if len(g.byName) >= maxGuardEntries {
 		clear(g.byName)
@@ -102,15 +101,15 @@ func (e *Edge) subject(ti *goauth.TokenInfo, ident string) *policy.Subject {
 	return &sub
 }
 
-// visibleTo is sv as the caller of a request (extra) may see it: sv itself
+// VisibleTo is sv as the caller of a request (extra) may see it: sv itself
 // without a policy, else sv filtered by the caller's visible set.
-func (e *Edge) visibleTo(sv *view.Served, x *mcp.RequestExtra) *view.Served {
-	p := e.pol.Load()
+func (pl *Plane) VisibleTo(sv *view.Served, x *mcp.RequestExtra) *view.Served {
+	p := pl.pol.Load()
 	if p == nil {
 		return sv
 	}
-	vis := e.guard.cache.Visible(p, *e.subject(tokenInfoOf(x), e.identityOf(x)), sv.Items())
-	g := e.guard
+	vis := pl.guard.cache.Visible(p, *pl.Subject(TokenInfoOf(x), pl.IdentityOf(x)), sv.Items())
+	g := pl.guard
 	g.mu.Lock()
 	key, ok := g.keys[vis]
 	g.mu.Unlock()
@@ -164,16 +163,16 @@ func visKeyOf(sv *view.Served, vis *policy.Visibility) visKey {
 // view's lists): few distinct visible sets exist per view.
 const maxFiltered = 256
 
-// allowed reports whether the caller (ti, ident) may use the item of kind
+// Allowed reports whether the caller (ti, ident) may use the item of kind
 // k named name in sv; when not, refusal is the error the call trail
 // records (naming the rule).
-func (e *Edge) allowed(sv *view.Served, ti *goauth.TokenInfo, ident string, k policy.Kind, name string) (ok bool, refusal error) {
-	p := e.pol.Load()
+func (pl *Plane) Allowed(sv *view.Served, ti *goauth.TokenInfo, ident string, k policy.Kind, name string) (ok bool, refusal error) {
+	p := pl.pol.Load()
 	if p == nil {
 		return true, nil
 	}
-	sub := e.subject(ti, ident)
-	if e.guard.cache.Visible(p, *sub, sv.Items()).Allowed(k, name) {
+	sub := pl.Subject(ti, ident)
+	if pl.guard.cache.Visible(p, *sub, sv.Items()).Allowed(k, name) {
 		return true, nil
 	}
 	rule := "default"
@@ -182,48 +181,16 @@ func (e *Edge) allowed(sv *view.Served, ti *goauth.TokenInfo, ident string, k po
 			rule = d.Rule
 		}
 	}
-	e.guard.refused.WithLabelValues(rule).Inc()
+	pl.guard.refused.WithLabelValues(rule).Inc()
 	return false, &deniedError{kind: k, name: name, rule: rule}
 }
 
-// tokenInfoOf is a request's TokenInfo, nil without one.
-func tokenInfoOf(x *mcp.RequestExtra) *goauth.TokenInfo {
+// TokenInfoOf is a request's TokenInfo, nil without one.
+func TokenInfoOf(x *mcp.RequestExtra) *goauth.TokenInfo {
 	if x == nil {
 		return nil
 	}
 	return x.TokenInfo
-}
-
-// applyPolicy makes p the policy in force (the one of state just applied)
-// and, when it differs from the previous one, tells every session whose
-// visible lists changed: each kind whose visible names differ for the
-// session's subject (every kind for a session that has not listed yet,
-// and for the listen streams of the shared stateless server).
-func (e *Edge) applyPolicy(p *policy.Policy, at time.Time) {
-	old := e.pol.Swap(p)
-	if old == p {
-		return
-	}
-	if err := e.limits.update(p); err != nil { // validated by the policy: not expected
-		e.log.Error().Err(err).Msg("rate limits of the policy refused; the previous ones stay")
-	}
-	e.log.Info().Uint64("policy_generation", p.Generation()).Msg("tool policy applied")
-	cur := e.current()
-	targets := e.reg.All()
-	all := view.Change{Tools: true, Prompts: true, Resources: true}
-	items := cur.Items()
-	for _, s := range targets {
-		c := all
-		if sub := s.Subject(); sub != nil {
-			was, now := e.guard.cache.Visible(old, *sub, items), e.guard.cache.Visible(p, *sub, items)
-			c = view.Change{Tools: !policy.SameNames(was, now, policy.KindTool),
-				Prompts:   !policy.SameNames(was, now, policy.KindPrompt),
-				Resources: !policy.SameNames(was, now, policy.KindResource)}
-		}
-		if s.Notify(c, at) {
-			e.m.notifyDropped.Inc()
-		}
-	}
 }
 
 // perToken are the claims every refreshed token changes: left out of the

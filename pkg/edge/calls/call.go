@@ -1,0 +1,118 @@
+package calls
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/policy"
+)
+
+// ErrUnavailable is wrapped by the failures (in the call trail) of calls the
+// served view does not hold (the caller gets an isError result).
+var ErrUnavailable = errors.New("not available on this edge")
+
+// unavailable is the result of a call to a tool the view does not hold.
+func (pl *Plane) unavailable(name string) *mcp.CallToolResult {
+	pl.unknownCalls.Inc() // counted, not logged: a client looping on it would flood the log
+	pl.o.Log.Debug().Str("tool", name).Msg("call to a tool not in the served view")
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); list the tools again",
+			name, pl.o.Group)}}}
+}
+
+// BackendConfig returns the configuration (URL and transport) of an
+// advertisable backend.
+func (pl *Plane) BackendConfig(name string) (events.BackendConfig, bool) {
+	cfg, ok := pl.o.Backend(name)
+	return cfg, ok
+}
+
+// Route is where a call of one exposed tool goes: the view's entry (the
+// owning backend and the tool's own name) and that backend's config. It is
+// resolved once per call, and the call and its trail entry both use it.
+type Route struct {
+	Tool   catalog.ToolEntry
+	Config events.BackendConfig
+	Gen    uint64 // of the view it was resolved in
+}
+
+// Resolve routes call c's exposed tool by the current view: an error
+// wrapping ErrUnavailable when no advertisable backend serves it, or
+// errDenied when the policy hides it from the caller (who is answered as
+// for an unknown tool).
+func (pl *Plane) Resolve(c Call) (Route, error) {
+	name := c.Name
+	cur := pl.o.View()
+	rt := Route{Gen: pl.o.Generation(cur)}
+	entry, ok := cur.Catalog.Tool(name)
+	if !ok {
+		return rt, fmt.Errorf("tool %q: %w", name, ErrUnavailable)
+	}
+	rt.Tool = entry
+	cfg, ok := pl.BackendConfig(entry.Backend)
+	if !ok {
+		return rt, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable)
+	}
+	rt.Config = cfg
+	if ok, refusal := pl.Allowed(cur, c.TokenInfo, c.Ident, policy.KindTool, name); !ok {
+		return rt, refusal
+	}
+	return rt, nil
+}
+
+// Call is one tools/call: who asked (the session, and for a session-less
+// call the request's identity), what, and where it went.
+type Call struct {
+	Session   *session.Session
+	Ident     string // of a call without a session record
+	Name      string
+	Args      json.RawMessage
+	Later     *backend.Closings // of a call lane: the backend bodies it closes after answering
+	TokenInfo *goauth.TokenInfo // the caller's verified token, nil without bearer auth
+	Meta      json.RawMessage   // the call's _meta, passed on (progressToken); nil for none
+	Relay     backend.Relay     // the caller's client, for what the backend sends during the call; nil: nobody
+}
+
+// Run routes a tools/call once, forwards it, and records it in the
+// call trail (when one is kept) with the Route it took. A failure is an
+// isError result naming the tool; the trail has the reason.
+func (pl *Plane) Run(ctx context.Context, c Call) backend.Reply {
+	pl.inflight.Add(1)
+	defer pl.inflight.Add(-1)
+	start := time.Now()
+	rt, err := pl.Resolve(c)
+	if pl.traced {
+		return pl.tracedForward(ctx, c, rt, err, start) // trace.go
+	}
+	return pl.Forward(ctx, c, rt, err, start)
+}
+
+// Forward forwards call c by Route rt (resolved at start; err its
+// failure) and records it in the call trail when one is kept.
+func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start time.Time) backend.Reply {
+	var reply backend.Reply
+	if err != nil {
+		reply = backend.Reply{Res: pl.unavailable(c.Name)}
+	} else if reply, err = pl.o.Pool.CallTool(ctx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay}); err != nil {
+		// err is a *backend.Error: its text names the backend and the kind
+		// of failure only (never the backend's URL or error body).
+		pl.o.Log.Warn().Str("tool", c.Name).Str("backend", rt.Tool.Backend).Err(err).Msg("tool call failed")
+		reply = backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("tool %q: %v", c.Name, err)}}}}
+	}
+	if pl.o.Trail != nil {
+		pl.Audit(c, rt, start, &reply, err)
+	}
+	return reply
+}

@@ -1,0 +1,152 @@
+package calls
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/policy"
+)
+
+// GetPrompt routes prompts/get to the owning backend.
+func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	pl.inflight.Add(1)
+	defer pl.inflight.Add(-1)
+	name := req.Params.Name
+	cur := pl.o.View()
+	entry, ok := cur.Catalog.Prompt(name)
+	cfg, ok := pl.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindPrompt, name)
+	if !ok {
+		// As a go-sdk server answers an unknown prompt: invalid params.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: %v", name, ErrUnavailable)}
+	}
+	params := &mcp.GetPromptParams{Name: entry.Original, Arguments: req.Params.Arguments}
+	return backend.Do(ctx, pl.o.Pool, entry.Backend, cfg, "prompts/get", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+		return cs.GetPrompt(ctx, params)
+	})
+}
+
+// ReadResource routes resources/read to the backend owning the URI.
+func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	pl.inflight.Add(1)
+	defer pl.inflight.Add(-1)
+	uri := req.Params.URI
+	cur := pl.o.View()
+	entry, ok := cur.Catalog.Resource(uri)
+	if !ok {
+		// An expansion of a resource template is read at the template's
+		// backend, under the URI as sent.
+		if t, tok := pl.Template(uri); tok {
+			entry, ok = catalog.ResourceEntry{URI: uri, Backend: t.Backend, OriginalURI: uri}, true
+		}
+	}
+	cfg, ok := pl.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	own := entry.OriginalURI // a renamed resource is read by the backend's own URI
+	if own == "" {
+		own = uri
+	}
+	res, err := backend.Do(ctx, pl.o.Pool, entry.Backend, cfg, "resources/read", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: own})
+	})
+	if err == nil && own != uri {
+		for _, c := range res.Contents {
+			if c != nil && c.URI == own {
+				c.URI = uri // as the client knows it
+			}
+		}
+	}
+	return res, err
+}
+
+// Reachable is the config of backend, owner of the item of kind k named
+// name that the view holds (found), when the backend is advertisable and
+// the caller of a request (x) may use the item; not ok otherwise (counted
+// as a request for an unknown item: it is answered as one).
+func (pl *Plane) Reachable(cur *view.Served, backend string, found bool, x *mcp.RequestExtra, k policy.Kind, name string) (events.BackendConfig, bool) {
+	cfg, ok := pl.BackendConfig(backend)
+	if found && ok {
+		ok, _ = pl.Allowed(cur, TokenInfoOf(x), pl.IdentityOf(x), k, name)
+	}
+	if !found || !ok {
+		pl.unknownCalls.Inc()
+		return events.BackendConfig{}, false
+	}
+	return cfg, true
+}
+
+// Complete routes completion/complete by its reference: a prompt's to the
+// backend owning the prompt, under the prompt's own name; a resource's to
+// the backend owning the resource URI. A reference the caller cannot see
+// is answered as the go-sdk answers an unknown one: invalid params.
+func (pl *Plane) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	pl.inflight.Add(1)
+	defer pl.inflight.Add(-1)
+	ref := req.Params.Ref
+	if ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: no ref"}
+	}
+	cur := pl.o.View()
+	var (
+		owner, name string
+		kind        policy.Kind
+		own         = *ref
+		ok          bool
+	)
+	switch ref.Type {
+	case "ref/prompt":
+		var entry catalog.PromptEntry
+		entry, ok = cur.Catalog.Prompt(ref.Name)
+		owner, kind, name, own.Name = entry.Backend, policy.KindPrompt, ref.Name, entry.Original
+	case "ref/resource":
+		var entry catalog.ResourceEntry
+		entry, ok = cur.Catalog.Resource(ref.URI)
+		owner, kind, name = entry.Backend, policy.KindResource, ref.URI
+		if entry.OriginalURI != "" {
+			own.URI = entry.OriginalURI
+		}
+		if !ok { // a resource template's completion: by its uriTemplate
+			for _, t := range pl.Templates() {
+				if t.URITemplate == ref.URI {
+					owner, ok = t.Backend, true
+					break
+				}
+			}
+		}
+	}
+	cfg, ok := pl.Reachable(cur, owner, ok, req.GetExtra(), kind, name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: %s %q: %v", ref.Type, name, ErrUnavailable)}
+	}
+	params := &mcp.CompleteParams{Ref: &own, Argument: req.Params.Argument, Context: req.Params.Context}
+	return backend.Do(ctx, pl.o.Pool, owner, cfg, "completion/complete", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+		return cs.Complete(ctx, params)
+	})
+}
+
+// Templates are the resource templates the edge serves: the view's,
+// without a policy. The tool policy has no rules for templates yet, so
+// an edge with a policy serves none (fails closed): a read of an
+// expansion is then refused as an unknown resource.
+func (pl *Plane) Templates() []catalog.TemplateEntry {
+	if pl.pol.Load() != nil {
+		return nil
+	}
+	return pl.o.View().Catalog.Templates
+}
+
+// Template is the served resource template uri is an expansion of.
+func (pl *Plane) Template(uri string) (catalog.TemplateEntry, bool) {
+	if pl.pol.Load() != nil {
+		return catalog.TemplateEntry{}, false
+	}
+	return pl.o.View().Catalog.Template(uri)
+}
