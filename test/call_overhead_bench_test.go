@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
 )
 
 // BenchmarkCallOverheadProcess is the call overhead of an edge as
@@ -41,49 +42,83 @@ func BenchmarkCallOverheadProcess(b *testing.B) {
 	bare := os.Getenv("FLEETGATE_BENCH_BARE") == "1"
 	backend := startBackendProc(b, "alpha")
 	forwarder := startForwarderProc(b, "tcp", backend)
-	n := startNATS(b)
+	// A JetStream store larger than an embedded node's default: an edge
+	// binary from before 2026-12-02 asks for a 1 GiB call trail stream.
+	n, err := natsnode.Start(&natsnode.Options{DataDir: b.TempDir(), Listen: "127.0.0.1:0", MaxStore: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(n.Shutdown)
 	fleet := fleetYAMLAt(time.Second, 100*time.Millisecond, [2]string{"alpha", backend})
 	if !bare {
 		fleet += productionAuthorization()
 	}
 	startController(b, n.ClientURL(), "ctl", fleet)
 
-	listen, admin := freeAddr(b), freeAddr(b)
-	edgeURL := "http://" + listen + "/mcp"
-	args := []string{"--nats-url", n.ClientURL(), "--listen", listen, "--admin-listen", admin, "--id", "bench-edge",
-		"--log-format", "json"}
-	token := "none"
+	var iss *issuertest.Issuer
 	if !bare {
-		iss := issuertest.New(b, nil)
-		args = append(args, "--auth-issuer", iss.URL())
-		c := iss.Claims("alice", edgeURL)
-		c["roles"] = []any{"dev"}
-		token = iss.Mint(c)
+		iss = issuertest.New(b, nil)
 	}
-	args = append(args, strings.Fields(os.Getenv("FLEETGATE_BENCH_EDGE_FLAGS"))...)
+	// startEdge runs the edge binary bin and returns its MCP URL and the
+	// bearer token it accepts.
+	startEdge := func(id, bin string, auth bool) (string, string) {
+		listen, admin := freeAddr(b), freeAddr(b)
+		u := "http://" + listen + "/mcp"
+		args := []string{"--nats-url", n.ClientURL(), "--listen", listen, "--admin-listen", admin, "--id", id,
+			"--log-format", "json"}
+		token := "none"
+		if iss != nil && auth {
+			args = append(args, "--auth-issuer", iss.URL())
+			c := iss.Claims("alice", u)
+			c["roles"] = []any{"dev"}
+			token = iss.Mint(c)
+		}
+		args = append(args, strings.Fields(os.Getenv("FLEETGATE_BENCH_EDGE_FLAGS"))...)
+		startProc(b, id, exec.Command(bin, args...))
+		waitEdgeReady(b, admin)
+		return u, token
+	}
+	// FLEETGATE_BENCH_EDGE_BIN_B adds a fourth leg, edge-b: another edge
+	// binary configured the same, e.g. one built at another commit, so two
+	// builds are compared in one run. It starts first: an older binary
+	// cannot take over the call trail stream a newer one made. With
+	// FLEETGATE_BENCH_EDGE_B_NOAUTH=1 it runs without --auth-issuer (a
+	// binary older than bearer auth; it is sent the same token, unchecked;
+	// the policy and rate limits are the fleet's, so an edge that knows
+	// them applies them to an anonymous caller).
+	var edgeB, tokenB string
+	if binB := os.Getenv("FLEETGATE_BENCH_EDGE_BIN_B"); binB != "" {
+		edgeB, tokenB = startEdge("bench-edge-b", binB, os.Getenv("FLEETGATE_BENCH_EDGE_B_NOAUTH") != "1")
+	}
 	bin := os.Getenv("FLEETGATE_BENCH_EDGE_BIN")
 	if bin == "" {
 		bin = binary(b, "edge")
 	}
-	startProc(b, "edge", exec.Command(bin, args...))
-	waitEdgeReady(b, admin)
+	edgeURL, token := startEdge("bench-edge", bin, true)
 
-	connect := func(u string) (*mcp.ClientSession, error) {
+	connect := func(u, token string) (*mcp.ClientSession, error) {
 		hc := &http.Client{Transport: bearerRoundTripper{token: token, next: http.DefaultTransport.(*http.Transport).Clone()}}
 		return mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
 			&mcp.StreamableClientTransport{Endpoint: u, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	}
 	type leg struct {
-		name, url, tool string
-		cs              *mcp.ClientSession
-		ds              []time.Duration
+		name, url, tool, token string
+		cs                     *mcp.ClientSession
+		ds                     []time.Duration
 	}
-	legs := []*leg{{name: "direct", url: backend, tool: "echo"}, {name: "forwarder", url: forwarder, tool: "echo"},
-		{name: "edge", url: edgeURL, tool: "alpha_echo"}}
+	legs := []*leg{{name: "direct", url: backend, tool: "echo", token: token},
+		{name: "forwarder", url: forwarder, tool: "echo", token: token},
+		{name: "edge", url: edgeURL, tool: "alpha_echo", token: token}}
+	if edgeB != "" {
+		if tokenB == "none" {
+			tokenB = token
+		}
+		legs = append(legs, &leg{name: "edge-b", url: edgeB, tool: "alpha_echo", token: tokenB})
+	}
 	for _, l := range legs {
 		eventually(b, 30*time.Second, l.name+" session", func() bool {
 			var err error
-			l.cs, err = connect(l.url)
+			l.cs, err = connect(l.url, l.token)
 			return err == nil
 		})
 		b.Cleanup(func() { l.cs.Close() })
@@ -98,10 +133,12 @@ func BenchmarkCallOverheadProcess(b *testing.B) {
 		}
 		return d
 	}
-	eventually(b, 30*time.Second, "alpha_echo served by the edge", func() bool {
-		res, err := legs[2].cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: args2})
-		return err == nil && !res.IsError
-	})
+	for _, l := range legs[2:] {
+		eventually(b, 30*time.Second, "alpha_echo served by "+l.name, func() bool {
+			res, err := l.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: args2})
+			return err == nil && !res.IsError
+		})
+	}
 	for range 50 { // warm every leg's connections, caches and the scheduler
 		for _, l := range legs {
 			call(l)
@@ -126,6 +163,9 @@ func BenchmarkCallOverheadProcess(b *testing.B) {
 	d := q(legs[0].ds, 0.5)
 	b.ReportMetric(q(legs[2].ds, 0.5)/d, "edge-ratio")
 	b.ReportMetric(q(legs[1].ds, 0.5)/d, "forwarder-ratio")
+	if len(legs) > 3 {
+		b.ReportMetric(q(legs[3].ds, 0.5)/d, "edge-b-ratio")
+	}
 }
 
 // productionAuthorization is an authorization section as a production
