@@ -248,8 +248,9 @@ func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 // With strict, it also checks what the results around the items carry:
 // only 2026-07-28 defines ttlMs, cacheScope and resultType on results,
 // and only 2025-11-25 the tasks capability (the go-sdk's server sends the
-// former to every revision: the backend is not held to it).
-func received(t *testing.T, url, version string, strict bool) (map[string][]json.RawMessage, string) {
+// former to every revision: the backend is not held to it); with tasks,
+// that a 2025-11-25 session gets the tasks capability.
+func received(t *testing.T, url, version string, strict, tasks bool) (map[string][]json.RawMessage, string) {
 	t.Helper()
 	rec := &recorder{results: map[string][]json.RawMessage{}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "differential"}, nil)
@@ -302,7 +303,7 @@ func received(t *testing.T, url, version string, strict bool) (map[string][]json
 			if caps.Tasks != nil && neg != "2025-11-25" {
 				t.Errorf("%s at %s: the tasks capability: %s", url, neg, r)
 			}
-			if method == "initialize" && caps.Tasks == nil && neg == "2025-11-25" {
+			if method == "initialize" && caps.Tasks == nil && neg == "2025-11-25" && tasks {
 				t.Errorf("%s at %s: no tasks capability: %s", url, neg, r)
 			}
 		}
@@ -410,7 +411,8 @@ func TestDefinitionsAsTheBackendGaveThem(t *testing.T) {
 	ctl := startController(t, n.ClientURL(), "c1", fleetYAMLAt(200*time.Millisecond, 50*time.Millisecond,
 		[2]string{"raw", rawURL}, [2]string{"sdk", sdkURL}))
 	e := startEdge(t, n.ClientURL())
-	opt := startEdgeOn(t, n.ClientURL(), nil, edge.Options{Coalesce: 100 * time.Millisecond, Mode: edge.ModeOptimizer})
+	opt := startEdgeOn(t, n.ClientURL(), nil, edge.Options{Coalesce: 100 * time.Millisecond, Mode: edge.ModeOptimizer,
+		PinnedTools: []string{"raw_read_file", "raw_slow_job"}})
 	for _, x := range []*edge.Edge{e, opt} {
 		eventually(t, 30*time.Second, "both backends served", func() bool {
 			tools := x.View().Tools
@@ -430,14 +432,34 @@ func TestDefinitionsAsTheBackendGaveThem(t *testing.T) {
 			if rev == "2026-07-28" {
 				ask = "" // the go-sdk's default
 			}
-			via, got := received(t, e.MCPURL(), ask, true)
+			via, got := received(t, e.MCPURL(), ask, true, true)
 			if got != rev {
 				t.Fatalf("negotiated %s through the edge, want %s", got, rev)
 			}
-			sdk, _ := received(t, sdkURL, ask, false)
+			sdk, _ := received(t, sdkURL, ask, false, false)
 			compareDefs(t, "raw", rev, direct["raw"], via)
 			compareDefs(t, "sdk", rev, sdk, via)
 		})
+	}
+
+	// The optimizer's tools/list: its pinned tools as the backend gave them.
+	for _, rev := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		ask := rev
+		if rev == "2026-07-28" {
+			ask = ""
+		}
+		via, _ := received(t, opt.MCPURL(), ask, true, false)
+		var pinned []json.RawMessage
+		for _, tool := range via["tools"] {
+			if strings.Contains(string(tool), `"name":"raw_`) {
+				pinned = append(pinned, tool)
+			}
+		}
+		if len(pinned) != 2 {
+			t.Fatalf("optimizer at %s: pinned tools %s", rev, pinned)
+		}
+		compareDefs(t, "raw", rev, map[string][]json.RawMessage{"tools": direct["raw"]["tools"][:2]},
+			map[string][]json.RawMessage{"tools": pinned}, "tools")
 	}
 
 	// find_tool: the tools found are the definitions, with a score.
