@@ -200,7 +200,6 @@ type Edge struct {
 	m      *metrics
 	opt    *optimizerMetrics
 	pool   *backend.Pool
-	subs   subscriptions // resource subscriptions of this edge's sessions (subscribe.go)
 
 	mcpLn, adminLn net.Listener
 
@@ -235,11 +234,6 @@ type Edge struct {
 	ready            atomic.Bool
 	tracer           trace.Tracer // trace.go; traced: it records or propagates
 	traced           bool
-
-	// fastCalls holds the cancel functions of the calls Edge.fastCall is
-	// answering, by session id and request id.
-	fastCalls sync.Map
-	tasks     sync.Map // session id -> *sessionTasks (tasks.go)
 
 	adm *admitter // the admission gate (admit.go)
 
@@ -312,7 +306,6 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.setTracing(opts.TracerProvider)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
-	e.pool.OnResourceUpdated(e.resourceUpdated)
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
@@ -333,10 +326,17 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	}
 	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
 		View: e.current, Generation: e.generation, Trail: opts.CallTrail, Log: e.log, Tracer: tracer, Registry: opts.Registry,
+		TasksChanged: e.tasksChanged, Background: e.hj,
+		SubscriptionsChanged: func(s *session.Session, uris []string) {
+			if s.Record().SetSubscriptions(uris) {
+				e.recs.Enqueue(s)
+			}
+		},
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]
 			return cfg, ok
 		}})
+	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
 	if opts.Auth != nil {
 		if e.bearer, err = newBearer(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), opts.Registry); err != nil {
 			e.mcpLn.Close()

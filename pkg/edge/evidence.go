@@ -193,8 +193,7 @@ func (o sessionObserver) StreamAttached(s *session.Session) {
 
 // Forgotten ends s's resource subscriptions.
 func (o sessionObserver) Forgotten(s *session.Session) {
-	o.e.subs.drop(o.e, s)
-	o.e.tasks.Delete(s.ID())
+	o.e.calls.Forget(s)
 }
 
 // IdleEnded deletes the record of s, ended for idleness: it is over on

@@ -52,9 +52,7 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 		return false
 	}
 	if msg.Method == "notifications/cancelled" {
-		if cancel, ok := e.fastCalls.Load(fastKey(s.ID(), msg.CancelID)); ok {
-			cancel.(context.CancelFunc)()
-		}
+		s.CancelCall(string(msg.CancelID))
 		return restore()
 	}
 	if msg.Method != "tools/call" {
@@ -68,13 +66,12 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 		return restore()
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	key := fastKey(s.ID(), msg.ID)
-	if _, dup := e.fastCalls.LoadOrStore(key, cancel); dup { // an id still in flight
+	if !s.StartCall(string(msg.ID), cancel) { // an id still in flight
 		cancel()
 		return restore()
 	}
 	defer func() {
-		e.fastCalls.Delete(key)
+		s.EndCall(string(msg.ID))
 		cancel()
 	}()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
@@ -134,5 +131,3 @@ func closingsOf(w http.ResponseWriter) *backend.Closings {
 	}
 	return nil
 }
-
-func fastKey(sid string, id json.RawMessage) string { return sid + "\x00" + string(id) }

@@ -110,7 +110,7 @@ func TestFastCallCancelled(t *testing.T) {
 	t.Cleanup(func() { b.SetHang(false) })
 	done := make(chan map[string]any, 1)
 	go func() { _, _, msg := rawPost(t, e.MCPURL(), sid, call); done <- msg }()
-	eventually(t, 10*time.Second, "call in flight", func() bool { _, ok := e.fastCalls.Load(fastKey(sid, json.RawMessage("7"))); return ok })
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.reg.Lookup(sid).CallInFlight("7") })
 	if code, _, _ := rawPost(t, e.MCPURL(), sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}`); code != http.StatusAccepted {
 		t.Fatalf("cancel: %d", code)
 	}

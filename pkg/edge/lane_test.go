@@ -2,7 +2,6 @@ package edge
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -290,10 +289,9 @@ func TestLaneClientGoneCancelsCall(t *testing.T) {
 	b.SetHang(true)
 	t.Cleanup(func() { b.SetHang(false) })
 	lc.send(laneRequest(sid, callBody("2", "alpha_echo")))
-	key := fastKey(sid, json.RawMessage("2"))
-	eventually(t, 10*time.Second, "call in flight", func() bool { _, ok := e.fastCalls.Load(key); return ok })
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.reg.Lookup(sid).CallInFlight("2") })
 	lc.conn.Close()
-	eventually(t, 10*time.Second, "call cancelled", func() bool { _, ok := e.fastCalls.Load(key); return !ok })
+	eventually(t, 10*time.Second, "call cancelled", func() bool { return !e.reg.Lookup(sid).CallInFlight("2") })
 	eventually(t, 10*time.Second, "lane closed", func() bool { return testutil.ToFloat64(e.m.lanes) == 0 })
 }
 

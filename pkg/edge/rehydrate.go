@@ -134,7 +134,7 @@ func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, r
 			return nil, fmt.Errorf("session %q: replay logging/setLevel: status %d", rec.ID, code)
 		}
 	}
-	e.restoreTasks(hd.s, rec.Tasks)         // tasks.go: the edge's own table, no replay
+	restoreTasks(hd.s, rec.Tasks)           // tasks.go: the edge's own table, no replay
 	for i, uri := range rec.Subscriptions { // bounded by the store
 		q, _ := json.Marshal(uri) // a string: it encodes
 		code, _ = e.replayPost(ctx, h, orig, rec.ID, rec.ProtocolVersion,

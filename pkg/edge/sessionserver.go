@@ -24,8 +24,8 @@ func (e *Edge) newSession(id, kind, protocol, ident string) *session.Session {
 		Logger:       e.slog,
 	}
 	if kind == session.KindSession || kind == session.KindListen { // resource subscriptions (subscribe.go)
-		so.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return e.subscribe(ctx, s, r) }
-		so.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error { return e.unsubscribe(ctx, s, r) }
+		so.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return e.calls.Subscribe(ctx, s, r) }
+		so.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error { return e.calls.Unsubscribe(ctx, s, r) }
 	}
 	srv := mcp.NewServer(e.impl, so) // e.impl shared: the go-sdk only reads it
 	srv.AddReceivingMiddleware(e.receiving(s))

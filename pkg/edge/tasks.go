@@ -3,16 +3,13 @@ package edge
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"sync"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
@@ -38,111 +35,6 @@ import (
 // backend sends while a task waits for input (they would need a stream
 // per task); tasks over the 2026-07-28 protocol (an extension there) and
 // in optimizer mode.
-
-// taskRef is where a task lives: its backend and the backend's id for it.
-type taskRef struct{ backend, id string }
-
-// taskID is the id a client knows a backend's task by.
-func taskID(backend, id string) string { return backend + "/" + id }
-
-// sessionTasks are the tasks one session created here, by taskID.
-type sessionTasks struct {
-	mu    sync.Mutex
-	refs  map[string]taskRef
-	order []string // oldest first
-}
-
-// maxSessionTasks bounds a session's table (as its record's); the oldest
-// task goes first.
-const maxSessionTasks = sessionstore.MaxTasks
-
-func (t *sessionTasks) add(id string, ref taskRef) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.refs == nil {
-		t.refs = map[string]taskRef{}
-	}
-	if _, ok := t.refs[id]; ok {
-		return
-	}
-	for len(t.order) >= maxSessionTasks {
-		delete(t.refs, t.order[0])
-		t.order = t.order[1:]
-	}
-	t.refs[id] = ref
-	t.order = append(t.order, id)
-}
-
-func (t *sessionTasks) get(id string) (taskRef, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ref, ok := t.refs[id]
-	return ref, ok
-}
-
-func (t *sessionTasks) drop(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.refs[id]; !ok {
-		return
-	}
-	delete(t.refs, id)
-	for i, o := range t.order {
-		if o == id {
-			t.order = append(t.order[:i:i], t.order[i+1:]...)
-			break
-		}
-	}
-}
-
-// refsOf is the table as its session record keeps it, oldest first.
-func (t *sessionTasks) refsOf() []sessionstore.TaskRef {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]sessionstore.TaskRef, 0, len(t.order))
-	for _, id := range t.order {
-		r := t.refs[id]
-		out = append(out, sessionstore.TaskRef{Backend: r.backend, ID: r.id})
-	}
-	return out
-}
-
-// tasksChanged writes s's table into its record.
-func (e *Edge) tasksChanged(s *session.Session, t *sessionTasks) {
-	if s.Record().SetTasks(t.refsOf()) {
-		e.recs.Enqueue(s)
-	}
-}
-
-// restoreTasks fills the table of s, rebuilt here from its stored record,
-// with the record's tasks.
-func (e *Edge) restoreTasks(s *session.Session, refs []sessionstore.TaskRef) {
-	if len(refs) == 0 {
-		return
-	}
-	t := e.sessionTasksOf(s, true)
-	for _, r := range refs { // bounded and checked by the store
-		t.add(taskID(r.Backend, r.ID), taskRef{backend: r.Backend, id: r.ID})
-	}
-}
-
-func (t *sessionTasks) ids() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]string(nil), t.order...)
-}
-
-// sessionTasksOf is s's table (made on first use when make is set; nil otherwise).
-func (e *Edge) sessionTasksOf(s *session.Session, make bool) *sessionTasks {
-	if v, ok := e.tasks.Load(s.ID()); ok {
-		return v.(*sessionTasks)
-	}
-	if !make {
-		return nil
-	}
-	v, _ := e.tasks.LoadOrStore(s.ID(), &sessionTasks{})
-	return v.(*sessionTasks)
-}
 
 // taskMessage is a request the edge may answer as a task method.
 type taskMessage struct {
@@ -200,11 +92,11 @@ func (e *Edge) serveTask(w http.ResponseWriter, r *http.Request, s *session.Sess
 	var rerr *jsonrpc.Error
 	switch m.Method {
 	case "tools/call":
-		res, rerr = e.taskCall(r.Context(), s, x, params)
+		res, rerr = e.calls.TaskCall(r.Context(), s, x, params)
 	case "tasks/list":
-		res, rerr = e.listTasks(r.Context(), s, params)
+		res, rerr = e.calls.ListTasks(r.Context(), s, params)
 	default:
-		res, rerr = e.taskMethod(r.Context(), s, m.Method, params)
+		res, rerr = e.calls.TaskMethod(r.Context(), s, m.Method, params)
 	}
 	writeRPC(w, m.ID, res, rerr)
 	return true
@@ -234,18 +126,21 @@ func writeRPC(w http.ResponseWriter, id, res json.RawMessage, rerr *jsonrpc.Erro
 	_, _ = w.Write(b)
 }
 
-// rpcErrorOf is the client's error for a failed backend request: the
-// backend's JSON-RPC error as it gave it, else an internal error naming
-// the backend and the kind of failure only.
-func rpcErrorOf(err error) *jsonrpc.Error {
-	var be *backend.Error
-	if errors.As(err, &be) && be.Kind == backend.KindRPCError {
-		return &jsonrpc.Error{Code: be.Code, Message: be.Message}
+// tasksChanged writes the task table of s into its record.
+func (e *Edge) tasksChanged(s *session.Session) {
+	if t := s.Tasks(false); t != nil && s.Record().SetTasks(t.Refs()) {
+		e.recs.Enqueue(s)
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// errTaskNotFound is the answer for a task id the session does not have.
-func errTaskNotFound(id string) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %.80q: not found", id)}
+// restoreTasks fills the table of s, rebuilt here from its stored record,
+// with the record's tasks.
+func restoreTasks(s *session.Session, refs []sessionstore.TaskRef) {
+	if len(refs) == 0 {
+		return
+	}
+	t := s.Tasks(true)
+	for _, r := range refs { // bounded and checked by the store
+		t.Add(calls.TaskID(r.Backend, r.ID), r)
+	}
 }

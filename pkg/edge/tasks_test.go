@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
@@ -219,7 +221,7 @@ func TestTasksThroughEdge(t *testing.T) {
 		} `json:"_meta"`
 	}
 	c.ok("tasks/result", map[string]any{"taskId": "alpha/t-1"}, &result)
-	if len(result.Content) != 1 || result.Content[0].Text != "done x" || result.Meta[relatedTask].TaskID != "alpha/t-1" {
+	if len(result.Content) != 1 || result.Content[0].Text != "done x" || result.Meta[calls.RelatedTask].TaskID != "alpha/t-1" {
 		t.Fatalf("tasks/result %+v", result)
 	}
 	if code := c.fails("tasks/cancel", map[string]any{"taskId": "alpha/t-1"}); code != -32602 {

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
@@ -39,6 +40,18 @@ type Options struct {
 	Tracer trace.Tracer
 	// Registry takes the plane's metrics; nil for none.
 	Registry prometheus.Registerer
+	// TasksChanged is told when a session's task table changed, and
+	// SubscriptionsChanged when its resource subscriptions did (the
+	// session record keeps both); nil: nobody.
+	TasksChanged         func(*session.Session)
+	SubscriptionsChanged func(s *session.Session, uris []string)
+	// Background owns what the plane runs off a request's goroutine (a
+	// backend unsubscribe): Hold before it starts (false: do not start),
+	// Done when it ends. Required with subscriptions.
+	Background interface {
+		Hold() bool
+		Done()
+	}
 }
 
 // Plane is the edge's call plane: it routes what a client asks of the
@@ -47,6 +60,7 @@ type Options struct {
 // lets the caller see it, and records each call in the call trail.
 type Plane struct {
 	o            Options
+	subs         subscriptions
 	pol          atomic.Pointer[policy.Policy]
 	guard        *guard
 	inflight     atomic.Int64

@@ -46,6 +46,10 @@ type Session struct {
 	subject atomic.Pointer[policy.Subject]
 
 	protocol atomic.Pointer[string]
+	// tasks are the tasks the session made (tasks.go); calls the calls of
+	// it the edge answers itself, by request id, with their cancel functions.
+	tasks atomic.Pointer[Tasks]
+	calls atomic.Pointer[sync.Map]
 	// since is the stream timestamp (unix nanos) of the oldest event whose
 	// change this session has not yet been notified of; 0 when none.
 	since atomic.Int64

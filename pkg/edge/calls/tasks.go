@@ -1,40 +1,59 @@
-package edge
+package calls
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
-// relatedTask is the _meta key of a task's related messages.
-const relatedTask = "io.modelcontextprotocol/related-task"
+// taskID is the id a client knows a backend's task by.
+func TaskID(backend, id string) string { return backend + "/" + id }
+
+// rpcErrorOf is the client's error for a failed backend request: the
+// backend's JSON-RPC error as it gave it, else an internal error naming
+// the backend and the kind of failure only.
+func rpcErrorOf(err error) *jsonrpc.Error {
+	var be *backend.Error
+	if errors.As(err, &be) && be.Kind == backend.KindRPCError {
+		return &jsonrpc.Error{Code: be.Code, Message: be.Message}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// errTaskNotFound is the answer for a task id the session does not have.
+func errTaskNotFound(id string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %.80q: not found", id)}
+}
+
+// RelatedTask is the _meta key of a task's related messages.
+const RelatedTask = "io.modelcontextprotocol/related-task"
 
 // taskCall forwards a tools/call with a task to the tool's backend and
 // answers its CreateTaskResult with the task under the edge's id (kept
 // in s's table). A tool the caller may not use is unknown; one whose
 // definition has no task support is refused as the spec says (-32601).
-func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestExtra, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (pl *Plane) TaskCall(ctx context.Context, s *session.Session, x *mcp.RequestExtra, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	var name string
 	if json.Unmarshal(params["name"], &name) != nil || name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: no tool name"}
 	}
-	rt, err := e.calls.Resolve(calls.Call{Session: s, Ident: e.calls.IdentityOf(x), TokenInfo: calls.TokenInfoOf(x), Name: name})
+	rt, err := pl.Resolve(Call{Session: s, Ident: pl.IdentityOf(x), TokenInfo: TokenInfoOf(x), Name: name})
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, calls.ErrUnavailable)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, ErrUnavailable)}
 	}
-	if e.current().ToolExecutions().TaskSupport(name) == "" {
+	if pl.o.View().ToolExecutions().TaskSupport(name) == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %q cannot run as a task", name)}
 	}
 	fwd := make(map[string]json.RawMessage, len(params))
@@ -51,20 +70,19 @@ func (e *Edge) taskCall(ctx context.Context, s *session.Session, x *mcp.RequestE
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params not encodable"}
 	}
-	raw, err := e.pool.Request(ctx, rt.Tool.Backend, rt.Config, "tools/call", body, nil)
+	raw, err := pl.o.Pool.Request(ctx, rt.Tool.Backend, rt.Config, "tools/call", body, nil)
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
-	out, bid, ok := swapTaskID(raw, []string{"task"}, func(id string) string { return taskID(rt.Tool.Backend, id) })
+	out, bid, ok := swapTaskID(raw, []string{"task"}, func(id string) string { return TaskID(rt.Tool.Backend, id) })
 	if !ok {
 		return raw, nil // no task made: the backend answered the call itself
 	}
 	if len(bid) > sessionstore.MaxTaskID {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: its backend's task id is longer than %d bytes", name, sessionstore.MaxTaskID)}
 	}
-	t := e.sessionTasksOf(s, true)
-	t.add(taskID(rt.Tool.Backend, bid), taskRef{backend: rt.Tool.Backend, id: bid})
-	e.tasksChanged(s, t)
+	s.Tasks(true).Add(TaskID(rt.Tool.Backend, bid), sessionstore.TaskRef{Backend: rt.Tool.Backend, ID: bid})
+	pl.tasksChanged(s)
 	return out, nil
 }
 
@@ -90,35 +108,35 @@ func forwardMeta(m json.RawMessage) json.RawMessage {
 // taskMethod forwards tasks/get, tasks/result or tasks/cancel of one of
 // s's tasks to its backend, under the backend's id, and answers with the
 // edge's id in the result.
-func (e *Edge) taskMethod(ctx context.Context, s *session.Session, method string, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (pl *Plane) TaskMethod(ctx context.Context, s *session.Session, method string, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	var id string
 	if json.Unmarshal(params["taskId"], &id) != nil || id == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": no taskId"}
 	}
-	t := e.sessionTasksOf(s, false)
-	ref, ok := taskRef{}, false
+	t := s.Tasks(false)
+	ref, ok := sessionstore.TaskRef{}, false
 	if t != nil {
-		ref, ok = t.get(id)
+		ref, ok = t.Get(id)
 	}
 	if !ok {
 		return nil, errTaskNotFound(id)
 	}
-	cfg, ok := e.calls.BackendConfig(ref.backend)
+	cfg, ok := pl.BackendConfig(ref.Backend)
 	if !ok { // its backend left the view: the task went with it
-		t.drop(id)
-		e.tasksChanged(s, t)
+		t.Drop(id)
+		pl.tasksChanged(s)
 		return nil, errTaskNotFound(id)
 	}
 	fwd := map[string]json.RawMessage{}
-	fwd["taskId"], _ = json.Marshal(ref.id)
+	fwd["taskId"], _ = json.Marshal(ref.ID)
 	body, _ := json.Marshal(fwd)
-	raw, err := e.pool.Request(ctx, ref.backend, cfg, method, body, nil)
+	raw, err := pl.o.Pool.Request(ctx, ref.Backend, cfg, method, body, nil)
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
 	path := []string(nil) // tasks/get and tasks/cancel answer a Task
 	if method == "tasks/result" {
-		path = []string{"_meta", relatedTask}
+		path = []string{"_meta", RelatedTask}
 	}
 	if out, _, ok := swapTaskID(raw, path, func(string) string { return id }); ok {
 		return out, nil
@@ -132,7 +150,7 @@ const tasksPage = 50
 // listTasks answers tasks/list with s's tasks, oldest first, each as its
 // backend's tasks/get gives it now; a task its backend no longer knows
 // leaves the table. The cursor is opaque to the client.
-func (e *Edge) listTasks(ctx context.Context, s *session.Session, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (pl *Plane) ListTasks(ctx context.Context, s *session.Session, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	from := 0
 	if c, ok := params["cursor"]; ok && string(c) != "null" {
 		var cursor string
@@ -149,8 +167,8 @@ func (e *Edge) listTasks(ctx context.Context, s *session.Session, params map[str
 		from = n
 	}
 	var ids []string
-	if t := e.sessionTasksOf(s, false); t != nil {
-		ids = t.ids()
+	if t := s.Tasks(false); t != nil {
+		ids = t.IDs()
 	}
 	if from > len(ids) {
 		from = len(ids)
@@ -162,14 +180,14 @@ func (e *Edge) listTasks(ctx context.Context, s *session.Session, params map[str
 	for i, id := range page {
 		g.Go(func() error {
 			q, _ := json.Marshal(id)
-			res, rerr := e.taskMethod(gctx, s, "tasks/get", map[string]json.RawMessage{"taskId": q})
+			res, rerr := pl.TaskMethod(gctx, s, "tasks/get", map[string]json.RawMessage{"taskId": q})
 			switch {
 			case rerr == nil:
 				got[i] = res
 			case rerr.Code == jsonrpc.CodeInvalidParams: // gone at its backend (expired, deleted)
-				if t := e.sessionTasksOf(s, false); t != nil {
-					t.drop(id)
-					e.tasksChanged(s, t)
+				if t := s.Tasks(false); t != nil {
+					t.Drop(id)
+					pl.tasksChanged(s)
 				}
 			}
 			return nil // a backend that fails now leaves its task out of this page
@@ -223,4 +241,12 @@ func swapTaskID(obj json.RawMessage, path []string, to func(string) string) (jso
 		return nil, "", false
 	}
 	return b, old, true
+}
+
+// tasksChanged tells the edge that the task table of s changed (its
+// session record keeps it).
+func (pl *Plane) tasksChanged(s *session.Session) {
+	if pl.o.TasksChanged != nil {
+		pl.o.TasksChanged(s)
+	}
 }

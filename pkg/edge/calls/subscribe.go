@@ -1,4 +1,4 @@
-package edge
+package calls
 
 import (
 	"context"
@@ -98,10 +98,10 @@ func (t *subscriptions) uris(s *session.Session) []string {
 }
 
 // drop ends every subscription of s (its session is over).
-func (t *subscriptions) drop(e *Edge, s *session.Session) {
+func (t *subscriptions) drop(pl *Plane, s *session.Session) {
 	for _, u := range t.uris(s) {
 		if k := t.remove(s, u); k != nil {
-			e.unsubscribeBackend(*k)
+			pl.unsubscribeBackend(*k)
 		}
 	}
 }
@@ -127,14 +127,14 @@ func (t *subscriptions) sessionsOf(backend, uri string) []subscriber {
 
 // subscribe serves resources/subscribe of session s: the resource must be
 // one the caller may see, of an advertisable backend.
-func (e *Edge) subscribe(ctx context.Context, s *session.Session, req *mcp.SubscribeRequest) error {
+func (pl *Plane) Subscribe(ctx context.Context, s *session.Session, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	if uri == "" || len(uri) > sessionstore.MaxSubscriptionURI {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: a URI of 1 to %d bytes", sessionstore.MaxSubscriptionURI)}
 	}
-	cur := e.current()
+	cur := pl.o.View()
 	entry, ok := cur.Catalog.Resource(uri)
-	cfg, ok := e.calls.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
+	cfg, ok := pl.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
 	if !ok {
 		return mcp.ResourceNotFoundError(uri)
 	}
@@ -142,62 +142,65 @@ func (e *Edge) subscribe(ctx context.Context, s *session.Session, req *mcp.Subsc
 	if own == "" {
 		own = uri
 	}
-	first, full := e.subs.add(s, uri, resourceKey{entry.Backend, own})
+	first, full := pl.subs.add(s, uri, resourceKey{entry.Backend, own})
 	if full {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: at most %d subscriptions per session", sessionstore.MaxSubscriptions)}
 	}
 	if first {
-		if err := e.pool.Subscribe(ctx, entry.Backend, cfg, own); err != nil {
-			e.subs.remove(s, uri)
+		if err := pl.o.Pool.Subscribe(ctx, entry.Backend, cfg, own); err != nil {
+			pl.subs.remove(s, uri)
 			return fmt.Errorf("resources/subscribe %q: %w", uri, err)
 		}
 	}
-	e.subscriptionsChanged(s)
+	pl.subscriptionsChanged(s)
 	return nil
 }
 
 // unsubscribe serves resources/unsubscribe of session s.
-func (e *Edge) unsubscribe(_ context.Context, s *session.Session, req *mcp.UnsubscribeRequest) error {
-	if k := e.subs.remove(s, req.Params.URI); k != nil {
-		e.unsubscribeBackend(*k)
+func (pl *Plane) Unsubscribe(_ context.Context, s *session.Session, req *mcp.UnsubscribeRequest) error {
+	if k := pl.subs.remove(s, req.Params.URI); k != nil {
+		pl.unsubscribeBackend(*k)
 	}
-	e.subscriptionsChanged(s)
+	pl.subscriptionsChanged(s)
 	return nil
 }
 
 // unsubscribeBackend ends the edge's subscription to a backend's resource,
 // in the background (a session that ends does not wait for it).
-func (e *Edge) unsubscribeBackend(k resourceKey) {
-	cfg, ok := e.calls.BackendConfig(k.backend)
-	if !ok || !e.hj.Hold() {
+func (pl *Plane) unsubscribeBackend(k resourceKey) {
+	cfg, ok := pl.BackendConfig(k.backend)
+	if !ok || !pl.o.Background.Hold() {
 		return // gone from the view: its pooled session goes with it
 	}
 	go func() {
-		defer e.hj.Done()
+		defer pl.o.Background.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := e.pool.Unsubscribe(ctx, k.backend, cfg, k.uri); err != nil {
-			e.log.Debug().Err(err).Str("backend", k.backend).Msg("resource unsubscribe failed")
+		if err := pl.o.Pool.Unsubscribe(ctx, k.backend, cfg, k.uri); err != nil {
+			pl.o.Log.Debug().Err(err).Str("backend", k.backend).Msg("resource unsubscribe failed")
 		}
 	}()
 }
 
 // subscriptionsChanged keeps s's record's subscriptions current.
-func (e *Edge) subscriptionsChanged(s *session.Session) {
-	if s.Kind() != session.KindSession {
+func (pl *Plane) subscriptionsChanged(s *session.Session) {
+	if s.Kind() != session.KindSession || pl.o.SubscriptionsChanged == nil {
 		return // a listen stream has no record
 	}
-	uris := e.subs.uris(s)
-	if s.Record().SetSubscriptions(uris) {
-		e.recs.Enqueue(s)
-	}
+	pl.o.SubscriptionsChanged(s, pl.subs.uris(s))
 }
+
+// Forget ends the resource subscriptions of s (its session ended).
+func (pl *Plane) Forget(s *session.Session) { pl.subs.drop(pl, s) }
+
+// Subscriptions are the URIs s is subscribed to, sorted.
+func (pl *Plane) Subscriptions(s *session.Session) []string { return pl.subs.uris(s) }
 
 // resourceUpdated passes a backend's notifications/resources/updated (of
 // its own URI) to every session of the edge subscribed to the resource,
 // under the URI the session knows it by.
-func (e *Edge) resourceUpdated(backend, uri string) {
-	for _, sub := range e.subs.sessionsOf(backend, uri) {
+func (pl *Plane) ResourceUpdated(backend, uri string) {
+	for _, sub := range pl.subs.sessionsOf(backend, uri) {
 		s, exposed := sub.s, sub.uri
 		if s.Kind() == session.KindListen {
 			// The go-sdk knows the stream it subscribed for.
@@ -207,3 +210,7 @@ func (e *Edge) resourceUpdated(backend, uri string) {
 		s.OweUpdate(exposed)
 	}
 }
+
+// Subscribers counts the sessions subscribed to a backend's resource
+// (by the backend's own URI).
+func (pl *Plane) Subscribers(backend, uri string) int { return len(pl.subs.sessionsOf(backend, uri)) }
