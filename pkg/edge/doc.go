@@ -12,6 +12,35 @@
 //	if err != nil { ... }
 //	err = e.Run(ctx) // serves until ctx ends, then drains and returns
 //
+// # Layout
+//
+// This package wires the parts, runs them (Run), serves the admin API and
+// resyncs sessions; each part is a package of its own:
+//
+//   - admission: the one gate every request passes first (identity, body
+//     limits, the body parsed once: admission.ParseBody), pure;
+//   - dispatch: the one route a request takes, from the facts gathered
+//     once per request (Edge.facts, serve.go), pure and table-tested
+//     (dispatch/testdata/routes.json); the server's handler and call lanes
+//     ask the same function;
+//   - calls: the call plane, where a tools/call, prompts/get,
+//     resources/read, completion, task method, resource subscription or
+//     optimizer meta-tool goes, under the tool policy, with the call trail
+//     and relays; it takes no http.Request;
+//   - session, evidence, records: the sessions, their convergence
+//     evidence and their records in NATS KV;
+//   - view: the served value of one generation (lists, definitions per
+//     revision, the optimizer's index);
+//   - backend: pooled backend sessions and the raw call path;
+//   - fastpath, internal/h1: the hand-written wire code of the fast
+//     paths, each checked against the go-sdk by differential tests.
+//
+// A request to /mcp: admitHTTP (admit.go) authenticates it, reads its
+// body within the gate's limit and asks the gate, which parses the body
+// once; limitRequest charges the rate limits and concurrency slots on
+// that parse, message by message for a batch; serve routes it once and
+// serves the route.
+//
 // # Resync
 //
 // An events.Reader folds the log (snapshot, then tail) into a State. The
@@ -53,7 +82,7 @@
 //     that session exactly one list_changed (per kind) for the batch.
 //
 // Calls (tools/call, prompts/get, resources/read) are routed by the edge's
-// current view. A tool the view does not hold gets an isError result
+// current view (package calls). A tool the view does not hold gets an isError result
 // naming it; prompts and resources get a JSON-RPC error.
 //
 // # Protocol generations

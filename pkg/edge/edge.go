@@ -324,7 +324,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	if e.traced {
 		tracer = e.tracer
 	}
-	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
+	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
 		View: e.current, Generation: e.generation, Trail: opts.CallTrail, Log: e.log, Tracer: tracer, Registry: opts.Registry,
 		TasksChanged: e.tasksChanged, Background: e.hj,
 		SubscriptionsChanged: func(s *session.Session, uris []string) {

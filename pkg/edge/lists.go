@@ -24,7 +24,7 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 				ctx, end = e.traceRequest(ctx, s, method, req)
 				defer func() { end(err) }()
 			}
-			if res, handled, err := e.optimizer(ctx, s, req); handled {
+			if res, handled, err := e.calls.Optimizer(ctx, s, req, revision(s)); handled {
 				return res, err
 			}
 			switch req.(type) {

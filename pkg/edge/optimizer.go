@@ -42,21 +42,18 @@ func (e *Edge) indexView(prev, next *view.Served, ch view.Change) view.Change {
 	return ch
 }
 
-// optimizerMetrics are the optimizer mode's collectors.
+// optimizerMetrics are the optimizer mode's collectors (find_tool's are
+// the call plane's).
 type optimizerMetrics struct {
-	findSeconds  prometheus.Histogram
 	indexSeconds prometheus.Gauge
 }
 
 // newOptimizerMetrics registers the optimizer's collectors on reg.
 func newOptimizerMetrics(reg *prometheus.Registry) *optimizerMetrics {
 	m := &optimizerMetrics{
-		findSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetgate_edge_find_tool_seconds",
-			Help:    "Time to answer a valid find_tool call: index search and result encoding.",
-			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14)}),
 		indexSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_tool_index_build_seconds",
 			Help: "Time the last tool index build took (once per view change, optimizer mode)."}),
 	}
-	reg.MustRegister(m.findSeconds, m.indexSeconds)
+	reg.MustRegister(m.indexSeconds)
 	return m
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
@@ -36,7 +36,7 @@ func findArgs() []json.RawMessage {
 func BenchmarkFindToolHandler10k(b *testing.B) {
 	sv := servedOf(b, 1, synthCatalogs(benchTools, 42), nil)
 	sv.Index = view.NewIndex(sv, nil, nil)
-	e := &Edge{opt: newOptimizerMetrics(prometheus.NewRegistry())}
+	pl := calls.New(calls.Options{Optimizer: true})
 	args := findArgs()
 	var durs []time.Duration
 	var bytes int
@@ -44,7 +44,7 @@ func BenchmarkFindToolHandler10k(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		start := time.Now()
-		res := e.findTool(sv, args[i%len(args)], "")
+		res := pl.FindTool(sv, args[i%len(args)], "")
 		durs = append(durs, time.Since(start))
 		if res.IsError {
 			b.Fatal(text(res))

@@ -22,7 +22,10 @@ import (
 // Options configure a Plane. View, Backend and Generation are required.
 type Options struct {
 	Group string // the group the edge serves
-	Edge  string // the edge's id (call trail, spans)
+	// Optimizer makes the plane answer the optimizer mode's tools/list and
+	// meta-tools (find_tool, call_tool: optimizer.go).
+	Optimizer bool
+	Edge      string // the edge's id (call trail, spans)
 	// IdentityHeader names the header of the caller's identity when no
 	// token names it ("" for none).
 	IdentityHeader string
@@ -65,6 +68,7 @@ type Plane struct {
 	guard        *guard
 	inflight     atomic.Int64
 	unknownCalls prometheus.Counter
+	findSeconds  prometheus.Histogram
 	tracer       trace.Tracer
 	traced       bool
 }
@@ -78,7 +82,10 @@ func New(o Options) *Plane {
 	pl := &Plane{o: o, guard: newGuard(reg),
 		unknownCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_unavailable_calls_total",
 			Help: "Calls, prompt gets, resource reads and completions of a name no advertisable backend serves (or the policy hides)."})}
-	reg.MustRegister(pl.unknownCalls)
+	pl.findSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetgate_edge_find_tool_seconds",
+		Help:    "Time to answer a valid find_tool call: index search and result encoding.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14)})
+	reg.MustRegister(pl.unknownCalls, pl.findSeconds)
 	if o.Tracer != nil {
 		pl.tracer, pl.traced = o.Tracer, true
 	}

@@ -1,4 +1,4 @@
-package edge
+package calls
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/search"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,8 +27,11 @@ var errInvalidArguments = errors.New("invalid arguments")
 // and call_tool. handled is false for every other request, and for every
 // request in passthrough mode. A tools/call of any other exposed name (a
 // pinned tool, or one a client remembers) is routed as in passthrough.
-func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Request) (res mcp.Result, handled bool, err error) {
-	if e.opts.Mode != ModeOptimizer {
+//
+// rev is the protocol revision of the session (the definitions it is
+// given are of that revision).
+func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Request, rev string) (res mcp.Result, handled bool, err error) {
+	if !pl.o.Optimizer {
 		return nil, false, nil
 	}
 	switch r := req.(type) {
@@ -37,18 +40,18 @@ func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Reques
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		sv := e.calls.VisibleTo(s.Served(), r.GetExtra())
-		page, err := view.ToolsPage(sv, sv.Index.Advertised, cursor, revision(s))
+		sv := pl.VisibleTo(s.Served(), r.GetExtra())
+		page, err := view.ToolsPage(sv, sv.Index.Advertised, cursor, rev)
 		if err != nil {
 			return nil, true, err
 		}
 		return page, true, nil
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
-		case FindToolName:
-			return e.findTool(e.calls.VisibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, revision(s)), true, nil
-		case CallToolName:
-			res, err := e.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
+		case view.FindToolName:
+			return pl.FindTool(pl.VisibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, rev), true, nil
+		case view.CallToolName:
+			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
 		}
 	}
@@ -58,7 +61,7 @@ func (e *Edge) optimizer(ctx context.Context, s *session.Session, req mcp.Reques
 // findTool answers a find_tool call from sv's index: the snapshot loaded
 // here serves the whole call, whatever views are swapped in meanwhile.
 // The tools found are their definitions at revision rev.
-func (e *Edge) findTool(sv *view.Served, args json.RawMessage, rev string) *mcp.CallToolResult {
+func (pl *Plane) FindTool(sv *view.Served, args json.RawMessage, rev string) *mcp.CallToolResult {
 	start := time.Now()
 	query, limit, err := parseFindArgs(args)
 	if err != nil {
@@ -68,16 +71,16 @@ func (e *Edge) findTool(sv *view.Served, args json.RawMessage, rev string) *mcp.
 	if err != nil {
 		return toolError(fmt.Errorf("find_tool %q: %w", query, err))
 	}
-	e.opt.findSeconds.Observe(time.Since(start).Seconds())
+	pl.findSeconds.Observe(time.Since(start).Seconds())
 	return &mcp.CallToolResult{StructuredContent: json.RawMessage(body),
 		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
 }
 
 // parseFindArgs validates find_tool's arguments: "query" a string with
-// more than white space; "limit" absent or null (FindToolDefaultLimit),
-// or an integer of at least 1, clamped to FindToolMaxLimit.
+// more than white space; "limit" absent or null (search.DefaultLimit),
+// or an integer of at least 1, clamped to search.MaxLimit.
 func parseFindArgs(raw json.RawMessage) (query string, limit int, err error) {
-	in, err := objectArgs(FindToolName, raw)
+	in, err := objectArgs(view.FindToolName, raw)
 	if err != nil {
 		return "", 0, err
 	}
@@ -91,14 +94,14 @@ func parseFindArgs(raw json.RawMessage) (query string, limit int, err error) {
 	if strings.TrimSpace(query) == "" {
 		return "", 0, fmt.Errorf(`find_tool: %w: "query" must not be empty`, errInvalidArguments)
 	}
-	limit = FindToolDefaultLimit
+	limit = search.DefaultLimit
 	if l, ok := in["limit"]; ok && string(l) != "null" {
 		var f float64
 		if json.Unmarshal(l, &f) != nil || f != math.Trunc(f) || f < 1 {
 			return "", 0, fmt.Errorf(`find_tool: %w: "limit" must be an integer from 1 to %d, got %s`,
-				errInvalidArguments, FindToolMaxLimit, l)
+				errInvalidArguments, search.MaxLimit, l)
 		}
-		limit = int(min(f, FindToolMaxLimit))
+		limit = int(min(f, search.MaxLimit))
 	}
 	return query, limit, nil
 }
@@ -119,7 +122,7 @@ func objectArgs(tool string, raw json.RawMessage) (map[string]json.RawMessage, e
 // parseCallArgs validates call_tool's arguments: "tool_name" a non-empty
 // string, "arguments" absent, null or an object.
 func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err error) {
-	in, err := objectArgs(CallToolName, raw)
+	in, err := objectArgs(view.CallToolName, raw)
 	if err != nil {
 		return "", nil, err
 	}
@@ -140,32 +143,32 @@ func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err 
 }
 
 // callMeta answers a call_tool call: the named tool is called exactly as a
-// passthrough tools/call of it would be (Edge.runCall: same routing by the
+// passthrough tools/call of it would be (Plane.Run: same routing by the
 // current view, pool, timeout and metrics). A tool the current view does
 // not hold gets an isError result naming it.
-func (e *Edge) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
-	ident, ti := e.calls.IdentityOf(x), calls.TokenInfoOf(x)
+func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	ident, ti := pl.IdentityOf(x), TokenInfoOf(x)
 	name, args, err := parseCallArgs(raw)
 	if err != nil {
 		return toolError(err), nil
 	}
-	c := calls.Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args}
-	e.calls.Begin()
-	defer e.calls.End()
+	c := Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args}
+	pl.Begin()
+	defer pl.End()
 	start := time.Now()
-	rt, err := e.calls.Resolve(c)
+	rt, err := pl.Resolve(c)
 	if err != nil { // unknown, gone, or hidden by the policy: the same answer
-		e.calls.Unknown() // counted, not logged: a client looping on it would flood the log
-		e.log.Debug().Str("tool", name).Msg("call_tool of a tool not in the served view")
+		pl.Unknown() // counted, not logged: a client looping on it would flood the log
+		pl.o.Log.Debug().Str("tool", name).Msg("call_tool of a tool not in the served view")
 		reply := backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); use find_tool to search again",
-				name, e.opts.Group)}}}}
-		if e.opts.CallTrail != nil {
-			e.calls.Audit(c, rt, start, &reply, err)
+				name, pl.o.Group)}}}}
+		if pl.o.Trail != nil {
+			pl.Audit(c, rt, start, &reply, err)
 		}
 		return reply.Decoded(), nil
 	}
-	reply := e.calls.Forward(ctx, c, rt, nil, start)
+	reply := pl.Forward(ctx, c, rt, nil, start)
 	return reply.Decoded(), nil
 }
 
