@@ -142,7 +142,7 @@ func TestRouteSameOnLane(t *testing.T) {
 			if code := lane.do("POST", session("alice"), gateCall(1, "alpha_echo")); code != http.StatusOK {
 				t.Fatalf("the lane's first call: %d", code)
 			}
-			handbacks := testutil.ToFloat64(e.m.laneHandbacks)
+			handbacks := testutil.ToFloat64(laneHandbacks(e))
 			before = routeSnapshot(e)
 			lane.do(tc.method, tc.hdr, tc.body)
 			onLane := routeTaken(t, before, routeSnapshot(e))
@@ -153,7 +153,7 @@ func TestRouteSameOnLane(t *testing.T) {
 				t.Fatalf("route %s on the server, %s on a lane; want %s", server, onLane, tc.route)
 			}
 			k, _ := dispatch.Parse(route)
-			handedBack := testutil.ToFloat64(e.m.laneHandbacks) > handbacks
+			handedBack := testutil.ToFloat64(laneHandbacks(e)) > handbacks
 			if dispatch.Lane(k) != (path == "lane") || dispatch.Lane(k) == handedBack {
 				t.Fatalf("route %s taken on the %s path (handed back: %v)", route, path, handedBack)
 			}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
@@ -251,11 +252,8 @@ type Edge struct {
 	// call lanes, session closes; Run waits for it last.
 	hj *h1.Hijacks
 
-	// Call lanes (lane.go).
-	handback  *laneHandback
-	laneMu    sync.Mutex
-	lanes     map[*callLane]struct{}
-	lanesShut atomic.Bool // shutdown began: lanes close when idle
+	// lanes serves call lanes (package lane).
+	lanes *lane.Server
 }
 
 type eventTime struct {
@@ -349,7 +347,9 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.adminLn.Close()
 		return nil, err
 	}
-	e.handback, e.lanes = newLaneHandback(e.mcpLn.Addr()), map[*callLane]struct{}{}
+	e.lanes = lane.New(lane.Options{Edge: edgeForLanes{e}, Hijacks: e.hj, Addr: e.mcpLn.Addr(), HeaderTimeout: opts.HeaderTimeout,
+		BodyTimeout: opts.BodyTimeout, IdleTimeout: opts.IdleTimeout, ShutdownTimeout: opts.ShutdownTimeout,
+		Disabled: opts.paths.noLanes, MaxBody: maxBody, Registry: opts.Registry})
 	e.shared = e.newSession("", session.KindStateless, newProtocol, "")
 	e.reg.Open(e.shared)
 	return e, nil
@@ -379,8 +379,8 @@ func (e *Edge) Run(ctx context.Context) error {
 	var failed error
 	watch, stop := e.reader.Watch()
 	defer stop()
-	mcpSrv := &http.Server{Handler: countStreaks(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
-		IdleTimeout: e.opts.IdleTimeout, ConnContext: laneConnContext}
+	mcpSrv := &http.Server{Handler: e.lanes.Handler(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
+		IdleTimeout: e.opts.IdleTimeout, ConnContext: e.lanes.ConnContext}
 	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Token: e.opts.AdminToken,
 		AllowedHosts: e.opts.AdminAllowedHosts, ListenAddr: e.adminLn.Addr().String()}), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
@@ -401,7 +401,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
 	stopRecords := e.startRecords()
 	serve(mcpSrv, h1.LimitListener(e.mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
-	serve(mcpSrv, e.handback, "mcp (call lanes given back)")
+	serve(mcpSrv, e.lanes.Listener(), "mcp (call lanes given back)")
 	serve(adminSrv, e.adminLn, "admin")
 	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")
 
@@ -426,7 +426,7 @@ func (e *Edge) shutdown(srv *http.Server) {
 	defer dcancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(dctx) }()
-	e.closeLanes(false)
+	e.lanes.Close(false)
 	tick := time.NewTicker(10 * time.Millisecond)
 	for e.calls.Inflight()+e.posting.Load() > 0 && dctx.Err() == nil {
 		select {
@@ -436,8 +436,8 @@ func (e *Edge) shutdown(srv *http.Server) {
 		}
 	}
 	tick.Stop()
-	e.closeLanes(true) // a lane still writing to a client that does not read
-	e.reg.Close()      // before the snapshot: see Session.Attach
+	e.lanes.Close(true) // a lane still writing to a client that does not read
+	e.reg.Close()       // before the snapshot: see Session.Attach
 	// A session whose client stopped reading cannot finish closing until
 	// its connection is cut: close them all concurrently, then cut the
 	// connections that are left and wait for the closes to finish.

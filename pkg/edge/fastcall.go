@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -76,7 +77,7 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 	}()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
-	reply, err := e.answerCall(ctx, s, req, closingsOf(w))
+	reply, err := e.answerCall(ctx, s, req, lane.Closings(w))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if err == nil && reply.Raw != nil {
@@ -121,13 +122,4 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 func (e *Edge) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
 	return e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(req.GetExtra()), TokenInfo: calls.TokenInfoOf(req.GetExtra()), Name: req.Params.Name,
 		Args: req.Params.Arguments, Later: later, Relay: e.calls.RelayFor(ctx, s, req.Session, nil)}), nil
-}
-
-// closingsOf is the closings of a call lane's response writer w: nil for
-// any other writer.
-func closingsOf(w http.ResponseWriter) *backend.Closings {
-	if lw, ok := w.(*laneWriter); ok {
-		return lw.later
-	}
-	return nil
 }

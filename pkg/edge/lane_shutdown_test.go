@@ -3,11 +3,13 @@ package edge
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -44,7 +46,7 @@ func runLaneEdge(t *testing.T, f *fleet, o Options) (e *Edge, sid string, lc *la
 	lc = dialLane(t, e)
 	lc.send(laneRequest(sid, callBody("1", "alpha_echo")))
 	lc.read()
-	eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(e.m.lanes) == 1 })
+	eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(lanesGauge(e)) == 1 })
 	// The first response is read before the lane releases its count.
 	eventually(t, 10*time.Second, "first call done", func() bool { return e.posting.Load() == 0 })
 	return e, sid, lc, stop
@@ -60,14 +62,14 @@ func TestLaneShutdown(t *testing.T) {
 	idle := dialLane(t, e)
 	idle.send(laneRequest(sid, callBody("1", "alpha_echo")))
 	idle.read()
-	eventually(t, 10*time.Second, "two lanes", func() bool { return testutil.ToFloat64(e.m.lanes) == 2 })
+	eventually(t, 10*time.Second, "two lanes", func() bool { return testutil.ToFloat64(lanesGauge(e)) == 2 })
 	b.SetHang(true)
 	t.Cleanup(func() { b.SetHang(false) })
 	busy.send(laneRequest(sid, callBody("2", "alpha_echo")))
 	eventually(t, 10*time.Second, "call in flight", func() bool { return e.calls.Inflight() == 1 })
 	stop()
 	_ = idle.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := idle.br.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+	if n, err := idle.br.Read(make([]byte, 1)); n != 0 || err == nil || isDeadline(err) {
 		t.Fatalf("idle lane at shutdown: read %d, %v; want the connection closed", n, err)
 	}
 	b.SetHang(false)
@@ -104,7 +106,7 @@ func TestLaneShutdownResponseCloses(t *testing.T) {
 	lc.send(laneRequest(sid, callBody("2", "alpha_echo")))
 	eventually(t, 10*time.Second, "call in flight", func() bool { return e.calls.Inflight() == 1 })
 	stop()
-	eventually(t, 10*time.Second, "shutdown began", e.lanesShut.Load)
+	eventually(t, 10*time.Second, "shutdown began", e.lanes.ShutBegun)
 	b.SetHang(false)
 	resp, body := lc.read()
 	if resp.StatusCode != 200 || !resp.Close {
@@ -126,9 +128,26 @@ func TestLaneShutdownMidRequest(t *testing.T) {
 	lc.send(raw[:cut])
 	eventually(t, 10*time.Second, "request counted", func() bool { return e.posting.Load() == 1 })
 	stop()
-	eventually(t, 10*time.Second, "shutdown began", e.lanesShut.Load)
+	eventually(t, 10*time.Second, "shutdown began", e.lanes.ShutBegun)
 	lc.send(raw[cut:])
 	if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !resp.Close || !strings.Contains(body, "alpha: x") {
 		t.Fatalf("response: %d, Close %v: %s", resp.StatusCode, resp.Close, body)
 	}
+}
+
+// isDeadline reports whether err is a deadline's.
+func isDeadline(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// lanesGauge and laneHandbacks are e's lane metrics.
+func lanesGauge(e *Edge) prometheus.Gauge {
+	g, _ := e.lanes.Metrics()
+	return g
+}
+
+func laneHandbacks(e *Edge) prometheus.Counter {
+	_, c := e.lanes.Metrics()
+	return c
 }

@@ -159,7 +159,7 @@ func TestLaneMatchesServer(t *testing.T) {
 	// Given back: the tools/list, the malformed JSON (the server then
 	// keeps the connection until the next plain call) and the oversized
 	// body.
-	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 3 {
+	if n := testutil.ToFloat64(laneHandbacks(e)); n != 3 {
 		t.Errorf("%v requests given back, want 3", n)
 	}
 }
@@ -184,7 +184,7 @@ func TestLaneRefusesAsServer(t *testing.T) {
 				lc.send(laneRequest(sid, callBody("1", "alpha_echo")))
 				lc.read()
 				if lanes {
-					eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(e.m.lanes) == 1 })
+					eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(lanesGauge(e)) == 1 })
 				}
 				lc.send(mk(sid))
 				resp, _ := lc.read()
@@ -209,7 +209,7 @@ func TestLanePipelined(t *testing.T) {
 	if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":1`) {
 		t.Fatalf("first call: %d %s", resp.StatusCode, body)
 	}
-	eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(e.m.lanes) == 1 })
+	eventually(t, 10*time.Second, "lane open", func() bool { return testutil.ToFloat64(lanesGauge(e)) == 1 })
 	lc.send(laneRequest(sid, callBody("2", "alpha_echo")) +
 		laneRequest(sid, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`) +
 		laneRequest(sid, callBody("4", "alpha_echo")) +
@@ -220,7 +220,7 @@ func TestLanePipelined(t *testing.T) {
 			t.Fatalf("response %s: %d %s", id, resp.StatusCode, body)
 		}
 	}
-	if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
+	if n := testutil.ToFloat64(laneHandbacks(e)); n != 1 {
 		t.Fatalf("%v requests given back, want 1 (the tools/list)", n)
 	}
 }
@@ -252,24 +252,20 @@ func TestLaneAlternating(t *testing.T) {
 				lc.send(other(sid, 2*i+1))
 				lc.read()
 			}
-			if n := testutil.ToFloat64(e.m.lanes); n != 0 {
+			if n := testutil.ToFloat64(lanesGauge(e)); n != 0 {
 				t.Fatalf("%v lanes while calls alternate with other requests, want 0", n)
 			}
 			for id := 100; id < 103; id++ {
 				lc.send(laneRequest(sid, callBody(fmt.Sprint(id), "alpha_echo")))
 				lc.read()
 			}
-			e.laneMu.Lock()
-			defer e.laneMu.Unlock()
-			if len(e.lanes) != 1 {
-				t.Fatalf("%d lanes after calls in a row, want 1", len(e.lanes))
+			if n := e.lanes.Open(); n != 1 {
+				t.Fatalf("%d lanes after calls in a row, want 1", n)
 			}
-			for l := range e.lanes {
-				if _, ok := l.conn.(*replayConn); ok {
-					t.Fatalf("the lane reads a %T, not the connection", l.conn)
-				}
+			if n := e.lanes.Wrapped(); n != 0 {
+				t.Fatalf("%d lanes read a given-back wrapper, not the connection", n)
 			}
-			if n := testutil.ToFloat64(e.m.laneHandbacks); n != 1 {
+			if n := testutil.ToFloat64(laneHandbacks(e)); n != 1 {
 				t.Fatalf("%v requests given back, want 1", n)
 			}
 		})
@@ -292,38 +288,7 @@ func TestLaneClientGoneCancelsCall(t *testing.T) {
 	eventually(t, 10*time.Second, "call in flight", func() bool { return e.reg.Lookup(sid).CallInFlight("2") })
 	lc.conn.Close()
 	eventually(t, 10*time.Second, "call cancelled", func() bool { return !e.reg.Lookup(sid).CallInFlight("2") })
-	eventually(t, 10*time.Second, "lane closed", func() bool { return testutil.ToFloat64(e.m.lanes) == 0 })
-}
-
-// After a body read apart from its head, the lane can still read what
-// follows (the watch's read during a long call): net.Pipe hands each write
-// to one read.
-func TestLaneRoomAfterBody(t *testing.T) {
-	client, server := net.Pipe()
-	defer client.Close()
-	defer server.Close()
-	l := &callLane{e: &Edge{opts: (&Options{}).withDefaults()}, conn: server, src: &laneSource{conn: server}}
-	l.br = bufio.NewReaderSize(l.src, 4<<10)
-	raw := laneRequest("SESSION00000", callBody("2", "alpha_echo"))
-	head := strings.Index(raw, "\r\n\r\n") + 4
-	go func() {
-		for _, part := range []string{raw[:head], raw[head:], "N"} {
-			if _, err := io.WriteString(client, part); err != nil {
-				return
-			}
-		}
-	}()
-	l.src.record(l.br, maxLaneHeader)
-	if _, err := l.br.Peek(1); err != nil {
-		t.Fatal(err)
-	}
-	req := l.readHead()
-	if req == nil || !l.readBody(req) {
-		t.Fatalf("request not read: %+v", req)
-	}
-	if b, err := l.br.Peek(1); err != nil || b[0] != 'N' {
-		t.Fatalf("the read after the body: %q, %v", b, err)
-	}
+	eventually(t, 10*time.Second, "lane closed", func() bool { return testutil.ToFloat64(lanesGauge(e)) == 0 })
 }
 
 // A head with bare-LF line ends (which the server takes) goes back to the

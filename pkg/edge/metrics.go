@@ -26,8 +26,6 @@ type metrics struct {
 	callErrors    *prometheus.CounterVec
 	notifyDropped prometheus.Counter
 	streams       prometheus.Gauge
-	lanes         prometheus.Gauge
-	laneHandbacks prometheus.Counter
 	connRefused   prometheus.Counter
 	idleEnded     prometheus.Counter
 }
@@ -61,18 +59,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "List-changed notifications merged into the next one because the previous one to that session was still being written (a client not reading)."}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_standalone_streams",
 			Help: "Standalone GET streams open (session-based clients listening for list_changed)."}),
-		lanes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_call_lanes",
-			Help: "Keep-alive client connections whose tools/call requests the edge answers without net/http's server (call lanes)."}),
 		idleEnded: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_idle_sessions_ended_total",
 			Help: "Sessions ended after Options.SessionIdleTimeout without a request."}),
 		connRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_connections_refused_total",
 			Help: "MCP connections closed at once because Options.MaxConnections were open."}),
-		laneHandbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_call_lane_handbacks_total",
-			Help: "Requests on call lanes given back to net/http's server (not a plain tools/call)."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.lanes, m.laneHandbacks, m.connRefused, m.idleEnded)
+		m.connRefused, m.idleEnded)
 	return m
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
 	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
+	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
@@ -132,7 +133,7 @@ func (e *Edge) serveHeld(stateful http.Handler, w http.ResponseWriter, r *http.R
 	// A POST's response is written after its call returned: shutdown
 	// waits for the whole POST before it closes the session.
 	e.posting.Add(1)
-	var lw *laneWriter
+	var lw *lane.Writer
 	defer func() {
 		if lw == nil {
 			e.posting.Add(-1)
@@ -144,16 +145,15 @@ func (e *Edge) serveHeld(stateful http.Handler, w http.ResponseWriter, r *http.R
 			return
 		}
 	case dispatch.Call:
-		rc := replayConnOf(r)
-		if e.laneable(r) && rc.mayLane() && !e.lanesShut.Load() {
-			held := &laneWriter{header: make(http.Header, 1)}
+		if e.lanes.Eligible(r) {
+			held := lane.NewWriter()
 			if e.fastCall(held, r, s) {
 				lw = held // set only now: a panic in fastCall releases the count
-				e.runLane(w, r, lw)
+				e.lanes.Run(w, r, lw, a.done)
 				return
 			}
 		} else if e.fastCall(w, r, s) {
-			rc.plainCall()
+			e.lanes.PlainCall(r)
 			return
 		}
 	case dispatch.Cancel:

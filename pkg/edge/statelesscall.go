@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
+	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 )
 
 // A 2026-07-28 client sends each request on its own, with its protocol
@@ -45,7 +46,7 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	defer cancel()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Name, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
-	reply, err := e.answerCall(ctx, e.shared, req, closingsOf(w))
+	reply, err := e.answerCall(ctx, e.shared, req, lane.Closings(w))
 	out := make([]byte, 0, 256+len(reply.Raw))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, msg.ID...)

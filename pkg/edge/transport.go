@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +82,7 @@ func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http
 	wb := r.Body.(*wholeBody) // the gate read it whole
 	lw, answered := e.postStateless(w, r, wb.data)
 	if lw != nil {
-		e.runLane(w, r, lw)
+		e.lanes.Run(w, r, lw, admittedOf(r).done)
 	}
 	if answered {
 		return
@@ -108,11 +109,10 @@ func (e *Edge) serveListen(h http.Handler, w http.ResponseWriter, r *http.Reques
 // answered on a connection that may become a call lane is not written:
 // postStateless returns its response, counted in e.posting, for runLane
 // (as Edge.post).
-func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte) (lw *laneWriter, answered bool) {
-	rc := replayConnOf(r)
-	if !e.laneable(r) || !rc.mayLane() || e.lanesShut.Load() {
+func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte) (lw *lane.Writer, answered bool) {
+	if !e.lanes.Eligible(r) {
 		if answered = e.statelessCall(w, r, body); answered {
-			rc.plainCall()
+			e.lanes.PlainCall(r)
 		}
 		return nil, answered
 	}
@@ -122,7 +122,7 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 			e.posting.Add(-1)
 		}
 	}()
-	held := &laneWriter{header: make(http.Header, 1)}
+	held := lane.NewWriter()
 	if e.statelessCall(held, r, body) {
 		return held, true
 	}

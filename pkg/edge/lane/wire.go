@@ -1,4 +1,4 @@
-package edge
+package lane
 
 import (
 	"bufio"
@@ -15,9 +15,6 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 )
-
-// The wire parts of call lanes (lane.go): what a lane reads, what it
-// writes, and the way back to the http.Server.
 
 // errLaneLimit ends a read past what a lane keeps of one request.
 var errLaneLimit = errors.New("call lane: request too large to keep")
@@ -196,10 +193,10 @@ func (h *laneHandback) Close() error {
 // Addr implements net.Listener: the MCP listener's address.
 func (h *laneHandback) Addr() net.Addr { return h.addr }
 
-// laneWriter is the http.ResponseWriter of a call answered on a lane (or
+// Writer is the http.ResponseWriter of a call answered on a lane (or
 // about to make its connection one): the response is kept whole, then
 // written by writeTo.
-type laneWriter struct {
+type Writer struct {
 	header http.Header
 	status int
 	body   []byte
@@ -207,15 +204,15 @@ type laneWriter struct {
 	later  *backend.Closings // of a call lane: closed after the response is written
 }
 
-func (w *laneWriter) Header() http.Header { return w.header }
+func (w *Writer) Header() http.Header { return w.header }
 
-func (w *laneWriter) WriteHeader(code int) {
+func (w *Writer) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
 }
 
-func (w *laneWriter) Write(p []byte) (int, error) {
+func (w *Writer) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	w.body = append(w.body, p...)
 	return len(p), nil
@@ -223,7 +220,7 @@ func (w *laneWriter) Write(p []byte) (int, error) {
 
 // writeTo writes the response as an HTTP/1.1 response of a kept-alive
 // connection, with the Date and Content-Length the server would add.
-func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
+func (w *Writer) writeTo(bw *bufio.Writer, now time.Time) error {
 	w.WriteHeader(http.StatusOK)
 	for _, k := range []string{"Content-Length", "Transfer-Encoding", "Connection"} {
 		delete(w.header, k)
@@ -261,35 +258,35 @@ func (w *laneWriter) writeTo(bw *bufio.Writer, now time.Time) error {
 }
 
 // copyTo writes the response through a server's ResponseWriter.
-func (w *laneWriter) copyTo(rw http.ResponseWriter) {
+func (w *Writer) copyTo(rw http.ResponseWriter) {
 	maps.Copy(rw.Header(), w.header)
 	rw.WriteHeader(max(w.status, http.StatusOK))
 	_, _ = rw.Write(w.body)
 }
 
 // addLane registers l; false when shutdown began (l must close).
-func (e *Edge) addLane(l *callLane) bool {
-	e.laneMu.Lock()
-	defer e.laneMu.Unlock()
-	if e.lanesShut.Load() {
+func (e *Server) addLane(l *callLane) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.shut.Load() {
 		return false
 	}
 	e.lanes[l] = struct{}{}
 	return true
 }
 
-func (e *Edge) removeLane(l *callLane) {
-	e.laneMu.Lock()
+func (e *Server) removeLane(l *callLane) {
+	e.mu.Lock()
 	delete(e.lanes, l)
-	e.laneMu.Unlock()
+	e.mu.Unlock()
 }
 
 // closeLanes closes the idle lanes (with all, every lane: its call is
 // cancelled and its connection cut) and keeps new ones from starting.
-func (e *Edge) closeLanes(all bool) {
-	e.laneMu.Lock()
-	defer e.laneMu.Unlock()
-	e.lanesShut.Store(true)
+func (e *Server) Close(all bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shut.Store(true)
 	for l := range e.lanes {
 		switch {
 		case l.state.CompareAndSwap(laneIdle, laneClosed):

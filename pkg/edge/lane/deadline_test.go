@@ -1,10 +1,13 @@
-package edge
+package lane
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -16,8 +19,14 @@ import (
 func bubbleLane(t *testing.T, o *Options) (*callLane, net.Conn) {
 	client, server := net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
-	opts := o.withDefaults()
-	l := &callLane{e: &Edge{opts: opts}, conn: server, src: &laneSource{conn: server}}
+	opts := *o
+	for _, d := range []*time.Duration{&opts.HeaderTimeout, &opts.BodyTimeout, &opts.IdleTimeout} {
+		if *d == 0 {
+			*d = time.Minute
+		}
+	}
+	opts.Edge = bodyEdge{}
+	l := &callLane{e: New(opts), conn: server, src: &laneSource{conn: server}}
 	l.br = bufio.NewReaderSize(l.src, 4<<10)
 	l.src.record(l.br, maxLaneHeader)
 	return l, client
@@ -105,4 +114,42 @@ func TestLaneHeadAndBodyDeadlines(t *testing.T) {
 			t.Fatalf("body read for %v, want the body timeout (30s)", d)
 		}
 	})
+}
+
+// bodyEdge is an Edge whose only part used here is Body.
+type bodyEdge struct{ Edge }
+
+func (bodyEdge) Body(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+// After a body read apart from its head, the lane can still read what
+// follows (the watch's read during a long call): net.Pipe hands each write
+// to one read.
+func TestLaneRoomAfterBody(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	l := &callLane{e: New(Options{Edge: bodyEdge{}, HeaderTimeout: time.Minute, BodyTimeout: time.Minute, IdleTimeout: time.Minute}), conn: server, src: &laneSource{conn: server}}
+	l.br = bufio.NewReaderSize(l.src, 4<<10)
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha_echo","arguments":{"text":"x"}}}`
+	raw := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+		"Mcp-Session-Id: SESSION00000\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	head := strings.Index(raw, "\r\n\r\n") + 4
+	go func() {
+		for _, part := range []string{raw[:head], raw[head:], "N"} {
+			if _, err := io.WriteString(client, part); err != nil {
+				return
+			}
+		}
+	}()
+	l.src.record(l.br, maxLaneHeader)
+	if _, err := l.br.Peek(1); err != nil {
+		t.Fatal(err)
+	}
+	req := l.readHead()
+	if req == nil || !l.readBody(req) {
+		t.Fatalf("request not read: %+v", req)
+	}
+	if b, err := l.br.Peek(1); err != nil || b[0] != 'N' {
+		t.Fatalf("the read after the body: %q, %v", b, err)
+	}
 }

@@ -1,4 +1,4 @@
-package edge
+package lane
 
 import (
 	"bufio"
@@ -13,31 +13,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
-	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 )
-
-// A call lane is a keep-alive HTTP/1.1 connection whose tools/call POSTs
-// the edge answers itself, without net/http's server. Per request,
-// net/http's server starts a goroutine that watches the connection and
-// hands it back when the handler ends; on a busy 2-core machine that
-// hand-off cost a tools/call about a third of the edge's added latency.
-//
-// A connection becomes a lane after a tools/call that Edge.fastCall
-// answered: the edge hijacks it and writes that response itself. It then
-// reads each next request with http.ReadRequest. One that fastCall would
-// answer (the same checks, run by the same code) is answered on the lane.
-// Any other request goes back to the http.Server with the bytes read
-// for it, by way of laneHandback, a listener the server also serves. The
-// server then reads the request as if the lane had never been. A malformed
-// request, an unknown session or another method all take that way.
-//
-// A lane waits for each next request without a deadline, as the server
-// does. It reads the client's side during a call only if the call lasts
-// longer than laneWatchAfter: if the client then leaves, the call's
-// context ends, as net/http's server would end it. At shutdown, idle
-// lanes are closed at once. A lane inside a call finishes the call, which
-// shutdown drains like any other, and then closes.
 
 // laneWatchAfter is how long a call runs on a lane before the lane starts
 // watching for the client leaving.
@@ -56,7 +33,7 @@ const (
 
 // callLane is one connection served as a lane.
 type callLane struct {
-	e      *Edge
+	e      *Server
 	conn   net.Conn
 	src    *laneSource
 	br     *bufio.Reader
@@ -73,25 +50,27 @@ type callLane struct {
 
 // laneable reports whether the connection of r may become a lane after
 // its response: HTTP/1.1, kept alive, no 100-continue.
-func (e *Edge) laneable(r *http.Request) bool {
-	return !e.opts.paths.noLanes && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close &&
+func (s *Server) laneable(r *http.Request) bool {
+	return !s.o.Disabled && r.ProtoMajor == 1 && r.ProtoMinor == 1 && !r.Close &&
 		r.Header.Get("Expect") == "" && r.Header.Get("Upgrade") == ""
 }
 
-// runLane hijacks the connection of r, writes the response fastCall left
-// in lw, and serves the connection as a lane. It takes over one count of
-// e.posting (released once lw is written).
-func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
-	if e.lanesShut.Load() || !e.hj.Hold() { // shutting down: no new lane
+// Run hijacks the connection of r, writes the response the edge left in
+// lw, and serves the connection as a lane. It takes over one count of the
+// edge's posting (Edge.Posting: released once lw is written); release
+// gives back the call slots of r (before the response is written).
+func (s *Server) Run(w http.ResponseWriter, r *http.Request, lw *Writer, release func()) {
+	e := s
+	if e.shut.Load() || !e.o.Hijacks.Hold() { // shutting down: no new lane
 		lw.copyTo(w)
-		e.posting.Add(-1)
+		e.o.Edge.Posting(-1)
 		return
 	}
-	defer e.hj.Done()
+	defer e.o.Hijacks.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		lw.copyTo(w)
-		e.posting.Add(-1)
+		e.o.Edge.Posting(-1)
 		return
 	}
 	// The hijacked reader may hold bytes the client sent after r; it must
@@ -127,18 +106,18 @@ func (e *Edge) runLane(w http.ResponseWriter, r *http.Request, lw *laneWriter) {
 	// to a client that does not read.
 	registered := e.addLane(l)
 	if registered {
-		e.m.lanes.Inc()
-		defer e.m.lanes.Dec()
+		e.lanesGauge.Inc()
+		defer e.lanesGauge.Dec()
 		defer e.removeLane(l)
 		defer l.w.stop()
 	} else {
 		// Shutdown began since the check above; closeLanes cannot cut
 		// this write: it gets the drain's time at most.
-		_ = conn.SetWriteDeadline(time.Now().Add(e.opts.ShutdownTimeout))
+		_ = conn.SetWriteDeadline(time.Now().Add(e.o.ShutdownTimeout))
 	}
-	admittedOf(r).done() // the call returned: its slots go back before the response is written
+	release() // the call returned: its slots go back before the response is written
 	keep := func() bool {
-		defer e.posting.Add(-1)
+		defer e.o.Edge.Posting(-1)
 		return l.respond(lw, !registered)
 	}()
 	l.calls++
@@ -158,8 +137,8 @@ func (l *callLane) serve() {
 // (shutdown's drain waits for it as the server waits for an active
 // connection). It reports whether the lane goes on.
 func (l *callLane) request() bool {
-	l.e.posting.Add(1)
-	defer l.e.posting.Add(-1)
+	l.e.o.Edge.Posting(1)
+	defer l.e.o.Edge.Posting(-1)
 	if l.state.Load() == laneClosed { // cut after the drain: too late
 		return false
 	}
@@ -170,13 +149,13 @@ func (l *callLane) request() bool {
 	// asks the gate again. Refusals of the token and of the rate limits
 	// are answered here, so that nothing is counted twice.
 	var answer func(http.ResponseWriter, *http.Request) bool
-	release := noRelease
+	release := func() {}
 	refuse := func(f *admission.Refusal, closing bool) func(http.ResponseWriter, *http.Request) bool {
 		return func(w http.ResponseWriter, r *http.Request) bool {
-			if lw, ok := w.(*laneWriter); ok && closing {
+			if lw, ok := w.(*Writer); ok && closing {
 				lw.close = true // the body was not read: the connection ends after the refusal
 			}
-			l.e.refuse(w, r, f)
+			l.e.o.Edge.Refuse(w, r, f)
 			return true
 		}
 	}
@@ -184,7 +163,7 @@ func (l *callLane) request() bool {
 		// The client's address, as on the server: failed authentications
 		// are charged to it.
 		req.RemoteAddr = l.remote
-		areq, f := l.e.authenticate(req)
+		areq, f := l.e.o.Edge.Authenticate(req)
 		switch {
 		case f != nil:
 			// A small body is read past, so that the connection goes on;
@@ -192,12 +171,10 @@ func (l *callLane) request() bool {
 			small := req.ContentLength >= 0 && req.ContentLength <= unauthenticatedBody
 			answer = refuse(f, !(small && l.readBody(req)))
 		case l.readBody(areq):
-			if d, ok := l.e.admitLane(areq); ok {
-				req = areq
-				if answer = l.e.laneAnswer(req, d); answer != nil { // limited only when answered here
-					if release, f = l.e.limitRequest(req, d.Identity, d.Body); f != nil {
-						answer = refuse(f, false)
-					}
+			if a, rel, f := l.e.o.Edge.Admit(areq); a != nil || f != nil {
+				req, answer, release = areq, a, rel
+				if f != nil { // limited only when answered here
+					answer = refuse(f, false)
 				}
 			}
 		}
@@ -232,12 +209,10 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 	defer l.later.Close() // the backend bodies' ends, after the response
 	ctx, cancel := context.WithCancel(l.base)
 	defer cancel()
-	if vt := verifiedOf(req.Context()); vt != nil { // the caller's verified token (authenticate), on the call's own context
-		ctx = withVerified(ctx, vt)
-	}
+	ctx = l.e.o.Edge.CallContext(req.Context(), ctx) // the caller's verified token (authenticate), on the call's own context
 	req = req.WithContext(ctx)
 	req.RemoteAddr = l.remote
-	lw := &laneWriter{header: make(http.Header, 1), later: &l.later}
+	lw := &Writer{header: make(http.Header, 1), later: &l.later}
 	l.watch(cancel)
 	if l.state.Load() == laneClosed {
 		cancel() // closeLanes cut the lane before the watch had the call
@@ -255,8 +230,8 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 // respond writes lw. During shutdown (or with closing) the response says
 // Connection: close, as the server's then do, and respond reports false:
 // the connection ends after it.
-func (l *callLane) respond(lw *laneWriter, closing bool) bool {
-	lw.close = lw.close || closing || l.e.lanesShut.Load()
+func (l *callLane) respond(lw *Writer, closing bool) bool {
+	lw.close = lw.close || closing || l.e.shut.Load()
 	return lw.writeTo(l.bw, time.Now()) == nil && !lw.close
 }
 
@@ -290,7 +265,7 @@ func (l *callLane) next() bool {
 // of a call (h1.ParseLaneHead); nil for any other, which goes back to the
 // server.
 func (l *callLane) readHead() *http.Request {
-	deadline := time.Now().Add(l.e.opts.HeaderTimeout)
+	deadline := time.Now().Add(l.e.o.HeaderTimeout)
 	for {
 		buf, _ := l.br.Peek(l.br.Buffered())
 		if req, n, ok := h1.ParseLaneHead(buf); ok {
@@ -318,18 +293,18 @@ func headEnded(buf []byte) bool {
 
 // readBody reads req's body (of req.ContentLength bytes) whole, before
 // the call, so that only the watch reads the connection meanwhile. It
-// reports false for a body larger than maxBody or one cut short. The
+// reports false for a body larger than Options.MaxBody or one cut short. The
 // buffer grows as the body comes.
 func (l *callLane) readBody(req *http.Request) bool {
 	n := req.ContentLength
-	if n > maxBody {
+	if n > l.e.o.MaxBody {
 		return false
 	}
 	l.src.extend(int(n))
 	var body []byte
 	var err error
 	if int64(l.br.Buffered()) < n { // the rest must come within the body deadline
-		_ = l.conn.SetReadDeadline(time.Now().Add(l.e.opts.BodyTimeout))
+		_ = l.conn.SetReadDeadline(time.Now().Add(l.e.o.BodyTimeout))
 		defer l.conn.SetReadDeadline(time.Time{})
 	}
 	if n <= 64<<10 {
@@ -342,7 +317,7 @@ func (l *callLane) readBody(req *http.Request) bool {
 		return false
 	}
 	l.src.extend(maxLaneHeader) // room for the watch's read of what follows
-	req.Body = newWholeBody(body)
+	req.Body = l.e.o.Edge.Body(body)
 	return true
 }
 
@@ -352,12 +327,12 @@ func (l *callLane) waitRequest() bool {
 	if l.br.Buffered() == 0 {
 		// Idle before closeLanes looks (it then cuts the read) or after it
 		// raised lanesShut (seen here).
-		if !l.state.CompareAndSwap(laneActive, laneIdle) || l.e.lanesShut.Load() {
+		if !l.state.CompareAndSwap(laneActive, laneIdle) || l.e.shut.Load() {
 			return false
 		}
 		// An idle connection is closed after IdleTimeout, as the server
 		// closes its idle keep-alive connections.
-		_ = l.conn.SetReadDeadline(time.Now().Add(l.e.opts.IdleTimeout))
+		_ = l.conn.SetReadDeadline(time.Now().Add(l.e.o.IdleTimeout))
 		if _, err := l.br.Peek(1); err != nil {
 			return false
 		}
@@ -366,7 +341,7 @@ func (l *callLane) waitRequest() bool {
 		}
 		_ = l.conn.SetReadDeadline(time.Time{})
 	}
-	return !l.e.lanesShut.Load()
+	return !l.e.shut.Load()
 }
 
 // laneWatch notices a client leaving during a long call: after
@@ -454,38 +429,13 @@ func isTimeout(err error) bool {
 // connections (shutdown), the client gets 503.
 func (l *callLane) handBack() {
 	e := l.e
-	e.m.laneHandbacks.Inc()
+	e.handbacks.Inc()
 	c := &replayConn{Conn: l.conn, replay: l.src.replay(), lanedCalls: l.calls}
 	if l.handedBack = e.handback.hand(c); !l.handedBack {
 		_, _ = l.bw.WriteString("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		_ = l.bw.Flush()
 		l.conn.Close()
 	}
-}
-
-// laneAnswer returns what answers a lane request admitted as d: the
-// request's route, when a lane serves it (dispatch.Lane), by the same
-// facts the server's handler gathers; nil sends the request back to the
-// server, which routes it again.
-func (e *Edge) laneAnswer(r *http.Request, d admission.Decision) func(http.ResponseWriter, *http.Request) bool {
-	if !laneCandidate(r) || !e.laneable(r) {
-		return nil
-	}
-	f, s := e.facts(r, &admitted{body: d.Body, ident: d.Identity})
-	switch k := dispatch.Route(f); k {
-	case dispatch.StatelessCall:
-		e.routes.seen(k, true)
-		return func(w http.ResponseWriter, r *http.Request) bool {
-			return e.statelessCall(w, r, r.Body.(*wholeBody).data)
-		}
-	case dispatch.Call:
-		e.routes.seen(k, true)
-		return func(w http.ResponseWriter, r *http.Request) bool {
-			e.recs.Touched(s, time.Now())
-			return e.fastCall(w, r, s)
-		}
-	}
-	return nil
 }
 
 // unauthenticatedBody is the largest body a lane reads of a request whose
@@ -497,3 +447,6 @@ const unauthenticatedBody = 64 << 10
 func laneCandidate(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Path == "/mcp" && r.URL.RawPath == ""
 }
+
+// The wire parts of call lanes (lane.go): what a lane reads, what it
+// writes, and the way back to the http.Server.
