@@ -38,7 +38,8 @@ func NewRegional(js jetstream.JetStream, regions []string, o *Options) (*Edge, e
 	var e *Edge // set before Run starts the follower's readers
 	f, err := region.NewFollower(js, regions, &region.FollowerOptions{
 		Reader:  &events.ReaderOptions{OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }},
-		OnEvent: func(r string, ev *eventspb.Event) { e.onEvent(r, ev) },
+		OnEvent:    func(r string, ev *eventspb.Event) { e.onEvent(r, ev) },
+		BySequence: o != nil && o.LogBySequence,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("edge: follow regions %v: %w", regions, err)

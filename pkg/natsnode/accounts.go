@@ -159,3 +159,14 @@ func quoteList(s []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// ExampleKeys are the placeholder public keys of the README's example
+// configuration (controller, controller in the edge account, two edges);
+// an operator puts the keys of the users made with `nk -gen user -pubout`
+// in their place.
+var ExampleKeys = []string{
+	"UCONTROLLERAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	"UCONTROLLEREDGESAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	"UEDGEONEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	"UEDGETWOAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+}
