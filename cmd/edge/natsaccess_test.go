@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nkeys"
-
 )
 
 func TestParseNATSAccess(t *testing.T) {
