@@ -1,9 +1,15 @@
 package natsnode
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // The two accounts of an authenticated fleet NATS. The event log, its
@@ -169,4 +175,47 @@ var ExampleKeys = []string{
 	"UCONTROLLEREDGESAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 	"UEDGEONEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 	"UEDGETWOAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+}
+
+// edgeAccountStreams are the streams of an authenticated node that belong
+// to EdgeAccount: what edges write.
+var edgeAccountStreams = map[string]bool{"KV_" + SessionBucket: true, CallStream: true}
+
+// migrateGlobal moves the streams a node kept in the global account (the
+// one-account layout of earlier releases) into the two accounts: the
+// session bucket and the call trail into EdgeAccount, everything else
+// (the event log, snapshots, the leader lease, regional logs and mirrors)
+// into FleetAccount. It does nothing once either account has a store.
+func migrateGlobal(storeDir string) error {
+	js := filepath.Join(storeDir, "jetstream")
+	global := filepath.Join(js, server.DEFAULT_GLOBAL_ACCOUNT, "streams")
+	entries, err := os.ReadDir(global)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("natsnode: migrate the global account's streams: %w", err)
+	}
+	for _, acc := range []string{FleetAccount, EdgeAccount} {
+		if _, err := os.Stat(filepath.Join(js, acc)); err == nil {
+			return nil
+		}
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		acc := FleetAccount
+		if edgeAccountStreams[e.Name()] {
+			acc = EdgeAccount
+		}
+		dst := filepath.Join(js, acc, "streams")
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return fmt.Errorf("natsnode: migrate stream %s: %w", e.Name(), err)
+		}
+		if err := os.Rename(filepath.Join(global, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return fmt.Errorf("natsnode: migrate stream %s: %w", e.Name(), err)
+		}
+	}
+	return nil
 }

@@ -92,6 +92,9 @@ func Start(o *Options) (*Node, error) {
 		if conf, err = accountsConfig(filepath.Clean(o.DataDir), o.EdgeUsers, o.EdgeLogs); err != nil {
 			return nil, err
 		}
+		if err := migrateGlobal(filepath.Clean(o.DataDir)); err != nil {
+			return nil, err
+		}
 	}
 	so, err := withConfig(conf, baseOptions(o))
 	if err != nil {
