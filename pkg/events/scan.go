@@ -71,7 +71,7 @@ func (l *Log) scanBySequence(ctx context.Context, from uint64, fn scanFunc) erro
 			}
 		})
 		if err == nil {
-			sub.SetPendingLimits(16, 64<<20)
+			sub.SetPendingLimits(4096, 64<<20)
 			defer sub.Unsubscribe()
 		}
 	}
