@@ -216,8 +216,8 @@ func run(o *options, fleet *config.Fleet) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir %s: %w", o.dataDir, err)
+	if err := ensureDataDir(o.dataDir); err != nil {
+		return err
 	}
 	nc, ncEdges, closeNATS, err := connectNATS(o, zl)
 	if err != nil {
@@ -313,4 +313,17 @@ func run(o *options, fleet *config.Fleet) error {
 	err = g.Wait()
 	zl.Info().Msg("controller stopped")
 	return err
+}
+
+// ensureDataDir makes the controller's data dir, owner-only (0700): it
+// holds the NATS seeds, the outbox and the JetStream store. An existing dir
+// is narrowed to 0700 too.
+func ensureDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	return nil
 }
