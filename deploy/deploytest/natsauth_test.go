@@ -30,7 +30,7 @@ func TestNATSAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cm.Data["auth.conf"]; got != want {
+	if got := cm.Data["auth.conf"]; strings.TrimSpace(got) != strings.TrimSpace(want) {
 		t.Fatalf("the chart's accounts\n%s\nnatsnode.Accounts makes\n%s", got, want)
 	}
 	dir := t.TempDir()
