@@ -14,10 +14,12 @@ import (
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
-// BenchmarkRegionEventDeliveryAuth is the cost of authentication on event
-// delivery: the controller publishes b.N events (one at a time, each
-// acknowledged), and an edge's reader, connected as the edge user with its
-// inbox prefix (auth) or without credentials (open), applies them all.
+// BenchmarkRegionEventDeliveryAuth is the cost of authentication and of the
+// account split on event delivery: the controller publishes b.N events (one
+// at a time, each acknowledged), and an edge's reader applies them all:
+// connected as an edge user of the edge account, reading the fleet
+// account's log by sequence on wake-ups (auth), or without credentials on a
+// one-account node with an ordered consumer (open).
 // Reported: delivered events/s, measured from the first publish to the
 // reader's last application.
 func BenchmarkRegionEventDeliveryAuth(b *testing.B) {
@@ -46,7 +48,12 @@ func BenchmarkRegionEventDeliveryAuth(b *testing.B) {
 			if _, err := w.Publish(ctx, events.NewBackendAdded(time.Now(), "default", "alpha", events.BackendConfig{URL: "http://a/mcp"}), "add"); err != nil {
 				b.Fatal(err)
 			}
-			elog, err := events.AttachLog(ctx, benchJS(b, node.ClientURL(), node.EdgeAccess()), nil)
+			ejs := benchJS(b, node.ClientURL(), node.EdgeAccess())
+			fjs, split, err := natsnode.FleetJetStream(ctx, ejs.Conn(), "")
+			if err != nil || split != auth {
+				b.Fatalf("fleet JetStream: split %v, %v", split, err)
+			}
+			elog, err := events.AttachLog(ctx, fjs, &events.LogOptions{BySequence: split})
 			if err != nil {
 				b.Fatal(err)
 			}

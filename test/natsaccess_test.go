@@ -111,7 +111,7 @@ func provisionFleet(t *testing.T, ctx context.Context, js jetstream.JetStream) *
 // another client's inbox. A client without credentials is refused.
 func TestRegionAccessEdgePermissions(t *testing.T) {
 	dir := t.TempDir()
-	node, err := natsnode.Start(&natsnode.Options{DataDir: dir, Listen: "127.0.0.1:0", Auth: true})
+	node, err := natsnode.Start(&natsnode.Options{DataDir: dir, Listen: "127.0.0.1:0", Auth: true, EdgeUsers: []string{"e2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +120,6 @@ func TestRegionAccessEdgePermissions(t *testing.T) {
 			node.Shutdown()
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 
 	// Seeds: 0600 in a 0700 dir, the same after a restart.
 	seed := node.EdgeSeed()
@@ -162,171 +160,8 @@ func TestRegionAccessEdgePermissions(t *testing.T) {
 	}
 	strangerNode.Shutdown()
 
-	_, jsCtl := connectAs(t, node.ClientURL(), node.ControllerAccess())
-	provisionFleet(t, ctx, jsCtl)
-
-	var async asyncErrors
-	nc, js := connectAs(t, node.ClientURL(), node.EdgeAccess(), nats.ErrorHandler(async.handler))
-
-	// Follow the event log from its snapshot, as an edge does.
-	lg, err := events.AttachLog(ctx, js, nil)
-	if err != nil {
-		t.Fatalf("attach the event log as the edge: %v", err)
-	}
-	if s, err := lg.LoadSnapshot(ctx); err != nil || s == nil || s.Generation != 2 {
-		t.Fatalf("snapshot as the edge: %v, %v", s, err)
-	}
-	r := events.NewReader(lg, nil)
-	rctx, rcancel := context.WithCancel(ctx)
-	rdone := make(chan error, 1)
-	go func() { rdone <- r.Run(rctx) }()
-	if err := r.WaitCaughtUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if b := r.State().Backend("default", "alpha"); b == nil || !b.Advertisable {
-		t.Fatalf("the edge's state = %+v", r.State())
-	}
-	if s, err := lg.Replay(ctx, 1, nil); err != nil || s.Generation != 1 {
-		t.Fatalf("replay (audit) as the edge: %v %v", s, err)
-	}
-
-	// Session records: create, read, update, touch, delete.
-	store, err := sessionstore.Open(ctx, js, nil)
-	if err != nil {
-		t.Fatalf("open the session store as the edge: %v", err)
-	}
-	rec := &sessionstore.Record{ID: "sess-0001-abcdef", Group: "default", Mode: sessionstore.ModePassthrough,
-		ProtocolVersion: "2025-06-18", CreatedAt: time.Now(), LastSeen: time.Now()}
-	rev, err := store.Create(ctx, rec)
-	if err != nil {
-		t.Fatalf("create a session record: %v", err)
-	}
-	if _, _, err := store.Get(ctx, rec.ID); err != nil {
-		t.Fatalf("get a session record: %v", err)
-	}
-	rec.AppliedGeneration = 2
-	if rev, err = store.Update(ctx, rec, rev); err != nil {
-		t.Fatalf("update a session record: %v", err)
-	}
-	if _, _, err := store.Touch(ctx, rec, rev, time.Now().Add(time.Hour)); err != nil {
-		t.Fatalf("touch a session record: %v", err)
-	}
-	if err := store.Delete(ctx, rec.ID); err != nil {
-		t.Fatalf("delete a session record: %v", err)
-	}
-	if _, err := store.Create(ctx, rec); err != nil {
-		t.Fatalf("create a deleted session again: %v", err)
-	}
-	other := *rec
-	other.ID = "sess-0002-abcdef"
-	if _, err := store.Create(ctx, &other); err != nil {
-		t.Fatal(err)
-	}
-
-	// The call trail.
-	trail, err := calltrail.Open(ctx, js, nil)
-	if err != nil {
-		t.Fatalf("open the call trail as the edge: %v", err)
-	}
-	tctx, tcancel := context.WithCancel(ctx)
-	tdone := make(chan error, 1)
-	go func() { tdone <- trail.Run(tctx) }()
-	trail.Record(calltrail.Entry{Group: "default", Edge: "e1", SessionID: rec.ID, Tool: "alpha_echo", Backend: "alpha"})
-	calls, err := jsCtl.Stream(ctx, natsnode.CallStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the call trail entry stored", func() bool {
-		info, err := calls.Info(ctx)
-		return err == nil && info.State.Msgs == 1
-	})
-	tcancel()
-	<-tdone
-
-	// Refused.
-	evStream, _ := jsCtl.Stream(ctx, natsnode.EventStream)
-	sessions, _ := jsCtl.Stream(ctx, "KV_"+natsnode.SessionBucket)
-	count := func(st jetstream.Stream) uint64 {
-		info, err := st.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Msgs
-	}
-	evBefore, sessBefore := count(evStream), count(sessions)
-	short := func() context.Context {
-		c, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
-		t.Cleanup(cancel)
-		return c
-	}
-	forged := events.NewBackendAdded(time.Now(), "default", "evil", events.BackendConfig{URL: "http://attacker/mcp"})
-	data, _ := events.Encode(forged)
-	refusals := map[string]error{}
-	_, refusals["publish an event (JetStream)"] = js.Publish(short(), "fleetgate.events.default.evil", data)
-	if err := nc.Publish("fleetgate.events.default.evil", data); err != nil {
-		t.Fatal(err)
-	}
-	_, refusals["write the leader lease"] = js.Publish(short(), "$KV."+natsnode.LeaderBucket+"."+"controller", []byte("edge"))
-	_, refusals["open the leader bucket"] = js.KeyValue(short(), natsnode.LeaderBucket)
-	edgeSessions, err := js.Stream(ctx, "KV_"+natsnode.SessionBucket) // stream info is allowed
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusals["purge the session bucket"] = edgeSessions.Purge(short())
-	roll := &nats.Msg{Subject: "$KV." + natsnode.SessionBucket + ".zzzzzzzz", Header: nats.Header{"Nats-Rollup": []string{"all"}}}
-	_, refusals["roll up the session bucket"] = js.PublishMsg(short(), roll)
-	kv, err := js.KeyValue(ctx, natsnode.SessionBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusals["purge a session key (roll-up)"] = kv.Purge(short(), other.ID)
-	edgeCalls, err := js.Stream(ctx, natsnode.CallStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusals["purge the call trail"] = edgeCalls.Purge(short())
-	refusals["delete the call trail"] = js.DeleteStream(short(), natsnode.CallStream)
-	refusals["delete the event stream"] = js.DeleteStream(short(), natsnode.EventStream)
-	refusals["delete the session bucket"] = js.DeleteKeyValue(short(), natsnode.SessionBucket)
-	_, refusals["create a stream"] = js.CreateStream(short(), jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}})
-	for what, err := range refusals {
-		if err == nil {
-			t.Errorf("the edge may %s", what)
-		} else {
-			t.Logf("refused: %s: %v", what, err)
-		}
-	}
-	// Another client's replies: the default inbox and another user's.
-	for _, subj := range []string{"_INBOX.>", "_INBOX_other.>", ">"} {
-		sub, err := nc.SubscribeSync(subj)
-		if err != nil {
-			continue
-		}
-		if err := nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 5*time.Second, "subscription to "+subj+" refused", func() bool {
-			return strings.Contains(async.text(), fmt.Sprintf("Subscription to %q", subj))
-		})
-		sub.Unsubscribe()
-	}
-	if n := count(evStream); n != evBefore {
-		t.Errorf("event stream went from %d to %d messages: the edge published events", evBefore, n)
-	}
-	if n := count(sessions); n < sessBefore {
-		t.Errorf("session bucket went from %d to %d messages: a roll-up or purge went through", sessBefore, n)
-	}
-	if _, _, err := store.Get(ctx, other.ID); err != nil {
-		t.Errorf("a session record was lost to the refused writes: %v", err)
-	}
-	for _, subj := range []string{"fleetgate.events.default.evil", "$JS.API.STREAM.PURGE.KV_fleetgate_sessions",
-		"$JS.API.STREAM.PURGE.FLEETGATE_CALLS", "$JS.API.STREAM.DELETE.FLEETGATE_EVENTS", "$KV.fleetgate_leader.controller"} {
-		if !strings.Contains(async.text(), fmt.Sprintf("Publish to %q", subj)) {
-			t.Errorf("no permission violation for a publish to %s; async errors:\n%s", subj, async.text())
-		}
-	}
-	rcancel()
-	<-rdone
+	attackAsEdge(t, splitFleet{url: node.ClientURL(), controller: node.ControllerAccess(), ctlEdges: node.ControllerEdgeAccess(),
+		edge: node.EdgeAccess(), edge2: node.EdgeAccessFor("e2"), replicas: 1})
 }
 
 func must[T any](v T, err error) T {
@@ -403,26 +238,27 @@ func slicesContains(s []string, v string) bool {
 	return false
 }
 
-// The README's server configuration lists exactly the permission set the
-// embedded node gives edges and the tests run.
+// The README's accounts section is exactly what natsnode.Accounts makes
+// (the embedded node's and TestNATSSplitCluster's), for its example keys.
 func TestRegionAccessREADMEPermissions(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	start := strings.Index(readme, "publish: { allow: [")
-	end := strings.Index(readme[start:], "] }")
-	if start < 0 || end < 0 {
-		t.Fatal("README has no edge publish allow list")
+	const marker = "<!-- natsnode.Accounts example: TestRegionAccessREADMEPermissions -->\n```\n"
+	start := strings.Index(readme, marker)
+	if start < 0 {
+		t.Fatal("README has no accounts example")
 	}
-	var listed []string
-	for _, line := range strings.Split(readme[start+len("publish: { allow: ["):start+end], "\n") {
-		if line = strings.Trim(strings.TrimSpace(line), `",`); line != "" {
-			listed = append(listed, line)
-		}
+	listed := readme[start+len(marker):]
+	listed = listed[:strings.Index(listed, "```")]
+	want, err := natsnode.Accounts{Controllers: natsnode.ExampleKeys[:1], ControllerEdges: natsnode.ExampleKeys[1:2],
+		Edges: natsnode.ExampleKeys[2:4]}.Config()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want := natsnode.EdgePublish(); strings.Join(listed, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("README lists\n%s\nthe edge set is\n%s", strings.Join(listed, "\n"), strings.Join(want, "\n"))
+	if listed != want {
+		t.Fatalf("README lists\n%s\nnatsnode.Accounts makes\n%s", listed, want)
 	}
 }

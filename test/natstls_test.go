@@ -40,9 +40,17 @@ func TestRegionAccessTLS(t *testing.T) {
 	}
 	ctlPub, ctlSeed := user("controller")
 	edgePub, edgeSeed := user("edge")
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(dir, "js"),
-		NoLog: true, NoSigs: true, TLSConfig: tlsConf, TLSVerify: true, TLS: true,
-		Nkeys: []*server.NkeyUser{{Nkey: ctlPub}, {Nkey: edgePub, Permissions: natsnode.EdgePermissions(natsnode.EdgeInboxPrefix)}}})
+	conf, err := natsnode.Accounts{Controllers: []string{ctlPub}, Edges: []string{edgePub}}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var so server.Options
+	if err := so.ProcessConfigString(conf); err != nil {
+		t.Fatal(err)
+	}
+	so.Host, so.Port, so.JetStream, so.StoreDir = "127.0.0.1", -1, true, filepath.Join(dir, "js")
+	so.NoLog, so.NoSigs, so.TLSConfig, so.TLSVerify, so.TLS = true, true, tlsConf, true, true
+	srv, err := server.NewServer(&so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +70,16 @@ func TestRegionAccessTLS(t *testing.T) {
 	provisionFleet(t, ctx, jsCtl)
 
 	edgeAccess := full
-	edgeAccess.NkeySeed, edgeAccess.InboxPrefix = edgeSeed, natsnode.EdgeInboxPrefix
-	nc, js := connectAs(t, url, edgeAccess)
+	edgeAccess.NkeySeed = edgeSeed
+	nc, _ := connectAs(t, url, edgeAccess)
 	if st, err := nc.TLSConnectionState(); err != nil || st.Version < tls.VersionTLS12 {
 		t.Fatalf("connection state %v, %v: not TLS 1.2+", st.Version, err)
 	}
-	lg, err := events.AttachLog(ctx, js, nil)
+	fjs, split, err := natsnode.FleetJetStream(ctx, nc, "")
+	if err != nil || !split {
+		t.Fatalf("the fleet account's read services over TLS: split %v, %v", split, err)
+	}
+	lg, err := events.AttachLog(ctx, fjs, &events.LogOptions{BySequence: true})
 	if err != nil {
 		t.Fatalf("attach the event log over TLS: %v", err)
 	}

@@ -50,7 +50,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	var rt regionTarget
 	rt.flags(fs)
 	var na natsAccess
-	na.accessFlags(fs, natsnode.EdgeInboxPrefix)
+	na.accessFlags(fs, "")
 	if err := cmdline.Parse(fs, args[1:], os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "controller audit %s: %v\n%s\n", sub, err, auditUsage)
 		return 2
@@ -153,10 +153,21 @@ func openAuditLog(ctx context.Context, url, dataDir string, access natsnode.Acce
 
 // attachAuditLog attaches the existing log o names (nil: the single-region
 // log), waiting at most 10 s for it to exist.
+// With an edge's credential on a server that splits the accounts it reads
+// the log through the fleet account's read services, by sequence.
 func attachAuditLog(ctx context.Context, js jetstream.JetStream, o *events.LogOptions) (*events.Log, error) {
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return events.AttachLog(actx, js, o)
+	lo := events.LogOptions{}
+	if o != nil {
+		lo = *o
+	}
+	fjs, split, err := natsnode.FleetJetStream(actx, js.Conn(), lo.Stream)
+	if err != nil {
+		return nil, err
+	}
+	lo.BySequence = split
+	return events.AttachLog(actx, fjs, &lo)
 }
 
 func auditState(ctx context.Context, log *events.Log, gen uint64, out io.Writer) error {

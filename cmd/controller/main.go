@@ -136,39 +136,61 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	return o, cmdline.CheckLogFormat(o.logFormat)
 }
 
-// connectNATS connects to --nats-url, or starts the embedded node.
-func connectNATS(o *options, zl zerolog.Logger) (*nats.Conn, func(), error) {
+// connectNATS connects to --nats-url, or starts the embedded node. It
+// returns the connection to the fleet account and the one to the edge
+// account (the session bucket, the call trail): the embedded node's
+// controller user there, or --nats-edges-nkey-seed/--nats-edges-creds on
+// an external cluster, or the first connection itself (a one-account
+// server).
+func connectNATS(o *options, zl zerolog.Logger) (nc, ncEdges *nats.Conn, closeAll func(), err error) {
 	url := o.natsURL
 	stop := func() {}
-	access := o.nats.access
+	access, edgesAccess := o.nats.access, o.nats.edgesAccess()
 	if url == "" {
 		nopts := &natsnode.Options{DataDir: filepath.Join(o.dataDir, "nats"), Listen: o.natsListen,
-			Auth: true, MaxStore: int64(o.nats.maxStore)}
+			Auth: true, MaxStore: int64(o.nats.maxStore), EdgeUsers: o.nats.edgeUsers}
 		o.region.node(nopts)
 		node, err := natsnode.Start(nopts)
 		if err != nil {
-			return nil, nil, fmt.Errorf("embedded NATS on %s: %w", o.natsListen, err)
+			return nil, nil, nil, fmt.Errorf("embedded NATS on %s: %w", o.natsListen, err)
 		}
 		url = node.ClientURL()
 		stop = node.Shutdown
-		access = node.ControllerAccess()
-		zl.Info().Str("url", url).Str("edge_seed", node.EdgeSeed()).Msg("embedded NATS started; edges authenticate with the edge seed")
+		access, edgesAccess = node.ControllerAccess(), node.ControllerEdgeAccess()
+		ev := zl.Info().Str("url", url).Str("edge_seed", node.EdgeSeed())
+		for _, name := range o.nats.edgeUsers {
+			ev = ev.Str("edge_seed_"+name, node.EdgeSeedFor(name))
+		}
+		ev.Msg("embedded NATS started; each edge authenticates with its own edge seed (account " + natsnode.EdgeAccount + ")")
 		if node.LeafURL() != "" {
 			zl.Info().Str("leaf_url", node.LeafURL()).Str("leaf_seed", node.LeafSeed()).Msg("embedded NATS accepts leaf connections from other regions presenting the leaf seed")
 		}
 	}
-	copts, err := connectOptions(access, zl, nats.Name("fleetgate-controller-"+o.id), nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
-	if err != nil {
-		stop()
-		return nil, nil, err
+	connect := func(a natsnode.Access, name string) (*nats.Conn, error) {
+		copts, err := connectOptions(a, zl, nats.Name(name), nats.MaxReconnects(-1),
+			nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
+		if err != nil {
+			return nil, err
+		}
+		nc, err := nats.Connect(url, copts...)
+		if err != nil {
+			return nil, fmt.Errorf("connect NATS %s: %w", url, err)
+		}
+		return nc, nil
 	}
-	nc, err := nats.Connect(url, copts...)
-	if err != nil {
+	if nc, err = connect(access, "fleetgate-controller-"+o.id); err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("connect NATS %s: %w", url, err)
+		return nil, nil, nil, err
 	}
-	return nc, func() { nc.Close(); stop() }, nil
+	ncEdges = nc
+	if edgesAccess.NkeySeed != "" || edgesAccess.Creds != "" {
+		if ncEdges, err = connect(edgesAccess, "fleetgate-controller-edges-"+o.id); err != nil {
+			nc.Close()
+			stop()
+			return nil, nil, nil, err
+		}
+	}
+	return nc, ncEdges, func() { ncEdges.Close(); nc.Close(); stop() }, nil
 }
 
 // sessionBucket is the session record bucket the dashboard reads, or nil
@@ -194,10 +216,10 @@ func run(o *options, fleet *config.Fleet) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir %s: %w", o.dataDir, err)
+	if err := ensureDataDir(o.dataDir); err != nil {
+		return err
 	}
-	nc, closeNATS, err := connectNATS(o, zl)
+	nc, ncEdges, closeNATS, err := connectNATS(o, zl)
 	if err != nil {
 		return err
 	}
@@ -206,10 +228,14 @@ func run(o *options, fleet *config.Fleet) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	jsEdges, err := jetstream.New(ncEdges)
+	if err != nil {
+		return fmt.Errorf("jetstream of the edge account: %w", err)
+	}
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	log, err := events.OpenLog(lctx, js, o.region.logOptions(o.replicas))
 	if err == nil {
-		err = o.nats.provision(lctx, js, o.replicas)
+		err = o.nats.provision(lctx, jsEdges, o.replicas)
 	}
 	if err == nil {
 		err = o.region.mirror(lctx, js, o.replicas)
@@ -241,7 +267,7 @@ func run(o *options, fleet *config.Fleet) error {
 			return region.Statuses(ctx, js, o.region.name, o.region.regions)
 		}
 	}
-	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: sessionBucket(ctx, js, zl), Registerer: reg,
+	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: sessionBucket(ctx, jsEdges, zl), Registerer: reg,
 		Regions: regions, OnError: func(err error) { zl.Warn().Err(err).Msg("dashboard") }})
 	if err != nil {
 		return err
@@ -287,4 +313,17 @@ func run(o *options, fleet *config.Fleet) error {
 	err = g.Wait()
 	zl.Info().Msg("controller stopped")
 	return err
+}
+
+// ensureDataDir makes the controller's data dir, owner-only (0700): it
+// holds the NATS seeds, the outbox and the JetStream store. An existing dir
+// is narrowed to 0700 too.
+func ensureDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,6 +22,9 @@ import (
 // sets: the embedded node's store, the session bucket and the call trail.
 type natsAccess struct {
 	access       natsnode.Access
+	edgesSeed    string
+	edgesCreds   string
+	edgeUsers    []string
 	maxStore     cmdline.ByteSize
 	sessionBytes cmdline.ByteSize
 	callBytes    cmdline.ByteSize
@@ -38,6 +42,20 @@ func (a *natsAccess) accessFlags(fs *flag.FlagSet, inboxDefault string) {
 
 func (a *natsAccess) flags(fs *flag.FlagSet) {
 	a.accessFlags(fs, "")
+	fs.StringVar(&a.edgesSeed, "nats-edges-nkey-seed", "", "external NATS with the edge account split off: the seed of this controller's user in "+natsnode.EdgeAccount+" (session bucket, call trail); empty: the --nats-nkey-seed connection")
+	fs.StringVar(&a.edgesCreds, "nats-edges-creds", "", "as -nats-edges-nkey-seed, a .creds file")
+	fs.Func("nats-edge-users", "embedded NATS: more edge users to mint besides \"edge\", comma-separated names; each gets <data-dir>/nats/edge-<name>.seed and its own inbox prefix", func(v string) error {
+		a.edgeUsers = nil
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				a.edgeUsers = append(a.edgeUsers, n)
+			}
+		}
+		if len(a.edgeUsers) > 256 {
+			return fmt.Errorf("%d edge users, at most 256", len(a.edgeUsers))
+		}
+		return nil
+	})
 	a.maxStore = natsnode.DefaultMaxStore
 	a.sessionBytes = sessionstore.DefaultMaxBytes
 	a.callBytes = calltrail.DefaultMaxBytes
@@ -46,9 +64,22 @@ func (a *natsAccess) flags(fs *flag.FlagSet) {
 	fs.Var(&a.callBytes, "call-trail-max-bytes", "size limit of the call trail (oldest entries discarded)")
 }
 
+// edgesAccess is the access of the controller's connection to the edge
+// account: the main access's TLS with the edge account credential.
+func (a *natsAccess) edgesAccess() natsnode.Access {
+	e := a.access
+	e.NkeySeed, e.Creds, e.InboxPrefix = a.edgesSeed, a.edgesCreds, ""
+	return e
+}
+
 func (a *natsAccess) check() error {
 	if err := a.access.Check(); err != nil {
 		return fmt.Errorf("NATS access flags: %w", err)
+	}
+	if a.edgesSeed != "" || a.edgesCreds != "" {
+		if err := a.edgesAccess().Check(); err != nil {
+			return fmt.Errorf("NATS edge account flags: %w", err)
+		}
 	}
 	if a.sessionBytes < 1<<20 || a.callBytes < 1<<20 || a.maxStore < 16<<20 {
 		return fmt.Errorf("invalid sizes: -session-max-bytes and -call-trail-max-bytes want at least 1MiB, -nats-max-store at least 16MiB")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/natsnode"
 )
 
 const eventsUsage = `usage:
@@ -31,7 +30,7 @@ func eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	natsURL := fs.String("nats-url", "", "NATS of a running fleet (default nats://127.0.0.1:4222)")
 	from := fs.Uint64("from", 0, "first generation (default: the events after the current head)")
 	var na natsAccess
-	na.accessFlags(fs, natsnode.EdgeInboxPrefix)
+	na.accessFlags(fs, "")
 	if err := cmdline.Parse(fs, args[1:], os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "controller events tail: %v\n%s\n", err, eventsUsage)
 		return 2

@@ -33,6 +33,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/region"
 	"github.com/fleetgate/fleetgate/pkg/tracing"
 	"github.com/fleetgate/fleetgate/pkg/verify"
@@ -174,10 +175,30 @@ func run(ctx context.Context, c *config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream on %s: %w", c.natsURL, err)
 	}
+	// The event log is read in the fleet account through its read
+	// services when the server splits the accounts (the edge's user may
+	// do nothing else there), else in the edge's own account.
+	lopts := region.LogOptions(c.region, 0)
+	if lopts == nil {
+		lopts = &events.LogOptions{}
+	}
+	stream := lopts.Stream
+	if c.regions != nil {
+		stream = region.StreamName(c.regions[0])
+	}
+	fjs, split, err := natsnode.FleetJetStream(ctx, nc, stream)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	lopts.BySequence = split
+	log.Info().Bool("edge_account", split).Msg("NATS accounts")
 	var elog *events.Log
 	if c.regions == nil {
 		log.Info().Str("nats", c.natsURL).Msg("waiting for the event log")
-		if elog, err = events.AttachLog(ctx, js, region.LogOptions(c.region, 0)); err != nil {
+		if elog, err = events.AttachLog(ctx, fjs, lopts); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -193,7 +214,7 @@ func run(ctx context.Context, c *config) error {
 	opts := &edge.Options{ID: c.id, Group: c.group, Separator: c.separator, Listen: c.listen,
 		AdminListen: c.adminListen, Coalesce: c.coalesce, CallTimeout: c.callTimeout,
 		ShutdownTimeout: c.shutdownTimeout, SessionTimeout: c.sessionTimeout, Logger: &log,
-		Mode: c.mode, PinnedTools: c.pinned, SessionIdleTimeout: c.sessions.idleTimeout,
+		LogBySequence: split, Mode: c.mode, PinnedTools: c.pinned, SessionIdleTimeout: c.sessions.idleTimeout,
 		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg}
 	c.limits.apply(opts)
 	c.access.apply(opts)
@@ -205,7 +226,7 @@ func run(ctx context.Context, c *config) error {
 	var e *edge.Edge
 	if c.regions != nil {
 		log.Info().Str("nats", c.natsURL).Strs("regions", c.regions).Msg("following the regional event logs")
-		e, err = edge.NewRegional(js, c.regions, opts)
+		e, err = edge.NewRegional(fjs, c.regions, opts)
 	} else {
 		e, err = edge.New(elog, opts)
 	}

@@ -21,7 +21,7 @@ func (a *natsAccess) flags(fs *flag.FlagSet) {
 	fs.StringVar(&a.access.TLSCA, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS server's certificate")
 	fs.StringVar(&a.access.TLSCert, "nats-tls-cert", "", "PEM client certificate for NATS (with -nats-tls-key)")
 	fs.StringVar(&a.access.TLSKey, "nats-tls-key", "", "PEM key of -nats-tls-cert")
-	fs.StringVar(&a.access.InboxPrefix, "nats-inbox-prefix", natsnode.EdgeInboxPrefix, "prefix of this edge's NATS reply subjects; must match the user's subscribe permission (extension)")
+	fs.StringVar(&a.access.InboxPrefix, "nats-inbox-prefix", "", "prefix of this edge's NATS reply subjects; must match the user's subscribe permission (extension); default _INBOX_<the credential's public key>, the prefix natsnode.Accounts gives each edge user")
 }
 
 func (a *natsAccess) check() error {

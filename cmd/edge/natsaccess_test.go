@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nkeys"
-
-	"github.com/fleetgate/fleetgate/pkg/natsnode"
 )
 
 func TestParseNATSAccess(t *testing.T) {
@@ -23,7 +21,7 @@ func TestParseNATSAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.nats.access.NkeySeed != p || c.nats.access.InboxPrefix != natsnode.EdgeInboxPrefix {
+	if c.nats.access.NkeySeed != p || c.nats.access.InboxPrefix != "" {
 		t.Fatalf("nats access %+v", c.nats.access)
 	}
 	for args, want := range map[string]string{

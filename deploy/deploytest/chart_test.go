@@ -195,7 +195,7 @@ func TestSeedsOnlyInSecrets(t *testing.T) {
 	for name, v := range variants(t, c) {
 		t.Run(name, func(t *testing.T) {
 			o := mustRender(t, v)
-			for _, seed := range []string{c.controller.seed, c.edge.seed} {
+			for _, seed := range []string{c.controller.seed, c.controllerEdges.seed, c.edge.seed} {
 				b64 := base64.StdEncoding.EncodeToString([]byte(seed))
 				for _, d := range o.docs {
 					isSecret := strings.Contains(d, "\nkind: Secret\n")
@@ -208,7 +208,8 @@ func TestSeedsOnlyInSecrets(t *testing.T) {
 			if sec == nil {
 				t.Fatal("no NATS credentials Secret")
 			}
-			if string(sec.Data["controller.seed"]) != c.controller.seed || string(sec.Data["edge.seed"]) != c.edge.seed {
+			if string(sec.Data["controller.seed"]) != c.controller.seed || string(sec.Data["edge.seed"]) != c.edge.seed ||
+				string(sec.Data["controller-edges.seed"]) != c.controllerEdges.seed {
 				t.Errorf("Secret keys %v do not hold the seeds", keys(sec.Data))
 			}
 			for wl, role := range map[string]string{"StatefulSet/" + controllerName: "controller", "Deployment/" + edgeName: "edge"} {
@@ -246,8 +247,18 @@ func checkSeedMount(t *testing.T, wl string, p *corev1.PodTemplateSpec, secret, 
 	if vol == nil || vol.Secret == nil || vol.Secret.SecretName != secret {
 		t.Fatalf("%s: seed volume %s is not the Secret %s: %+v", wl, m.Name, secret, vol)
 	}
-	if len(vol.Secret.Items) != 1 || vol.Secret.Items[0].Key != key || path.Join(m.MountPath, vol.Secret.Items[0].Path) != e.Value {
-		t.Errorf("%s: mounts %+v, want only its own key %s at %s", wl, vol.Secret.Items, key, e.Value)
+	// The controller mounts its user in the edge account too.
+	want := 1
+	if strings.HasPrefix(key, "controller.") {
+		want = 2
+		edges := "controller-edges." + strings.TrimPrefix(key, "controller.")
+		ee := env(c, "FLEETGATE_NATS_EDGES_NKEY_SEED")
+		if len(vol.Secret.Items) != 2 || vol.Secret.Items[1].Key != edges || ee == nil || path.Join(m.MountPath, vol.Secret.Items[1].Path) != ee.Value {
+			t.Errorf("%s: mounts %+v, env %v: want the edge account key %s too", wl, vol.Secret.Items, ee, edges)
+		}
+	}
+	if len(vol.Secret.Items) != want || vol.Secret.Items[0].Key != key || path.Join(m.MountPath, vol.Secret.Items[0].Path) != e.Value {
+		t.Errorf("%s: mounts %+v, want only its own keys (%s) at %s", wl, vol.Secret.Items, key, e.Value)
 	}
 	if vol.Secret.DefaultMode == nil || *vol.Secret.DefaultMode&0o077 != 0 {
 		t.Errorf("%s: seed file mode %v readable by others", wl, vol.Secret.DefaultMode)

@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,46 +14,35 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 )
 
-// The bundled NATS's authorization file is valid NATS config, has exactly
-// the controllers' user (every right) and the edges' user with the
-// permission set the embedded node gives edges, and a server running it
-// admits both seeds and nobody without one.
+// The bundled NATS's authorization file is valid NATS config and exactly
+// the accounts section natsnode.Accounts makes (the embedded node's and the
+// README's) for the chart's three users; a server running it admits the
+// three seeds and nobody without one.
 func TestNATSAuthorization(t *testing.T) {
 	c := newCreds(t)
-	o := mustRender(t, renderOpts{values: merge(c.values(), set("edge.inboxPrefix", "_INBOX_fleet")), stubNATS: true})
+	o := mustRender(t, renderOpts{values: c.values(), stubNATS: true})
 	cm := o.configMap("fg-fleetgate-nats-auth")
 	if cm == nil {
 		t.Fatal("no NATS authorization ConfigMap")
 	}
+	want, err := natsnode.Accounts{Controllers: []string{c.controller.public}, ControllerEdges: []string{c.controllerEdges.public},
+		Edges: []string{c.edge.public}}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Data["auth.conf"]; strings.TrimSpace(got) != strings.TrimSpace(want) {
+		t.Fatalf("the chart's accounts\n%s\nnatsnode.Accounts makes\n%s", got, want)
+	}
 	dir := t.TempDir()
 	writeFile(t, dir, "auth.conf", []byte(cm.Data["auth.conf"]))
-	conf := writeFile(t, dir, "nats.conf", []byte("listen: 127.0.0.1:-1\ninclude ./auth.conf\n"))
+	conf := writeFile(t, dir, "nats.conf", []byte("listen: 127.0.0.1:-1\njetstream: {store_dir: \""+filepath.ToSlash(filepath.Join(dir, "js"))+"\"}\ninclude ./auth.conf\n"))
 	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		t.Fatalf("NATS config: %v\n%s", err, cm.Data["auth.conf"])
 	}
-	if len(opts.Nkeys) != 2 || len(opts.Users) != 0 {
-		t.Fatalf("users %d nkeys %d, want the 2 nkey users only", len(opts.Users), len(opts.Nkeys))
+	if len(opts.Nkeys) != 3 || len(opts.Users) != 0 {
+		t.Fatalf("users %d nkeys %d, want the 3 nkey users only", len(opts.Users), len(opts.Nkeys))
 	}
-	for _, u := range opts.Nkeys {
-		switch u.Nkey {
-		case c.controller.public:
-			if u.Permissions != nil {
-				t.Errorf("controller user has permissions %+v, want every right", u.Permissions)
-			}
-		case c.edge.public:
-			want := natsnode.EdgePermissions("_INBOX_fleet")
-			if u.Permissions == nil || u.Permissions.Publish == nil || u.Permissions.Subscribe == nil ||
-				!slices.Equal(sorted(u.Permissions.Publish.Allow), sorted(want.Publish.Allow)) ||
-				!slices.Equal(u.Permissions.Subscribe.Allow, want.Subscribe.Allow) ||
-				len(u.Permissions.Publish.Deny)+len(u.Permissions.Subscribe.Deny) != 0 || u.Permissions.Response != nil {
-				t.Errorf("edge permissions %+v, want natsnode.EdgePermissions %+v", u.Permissions, want)
-			}
-		default:
-			t.Errorf("unknown user %s", u.Nkey)
-		}
-	}
-
 	opts.NoLog, opts.NoSigs = true, true
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -63,7 +53,7 @@ func TestNATSAuthorization(t *testing.T) {
 	if !s.ReadyForConnections(5 * time.Second) {
 		t.Fatal("NATS not ready")
 	}
-	for role, kp := range map[string]keyPair{"controller": c.controller, "edge": c.edge} {
+	for role, kp := range map[string]keyPair{"controller": c.controller, "controller-edges": c.controllerEdges, "edge": c.edge} {
 		seedFile := writeFile(t, dir, role+".seed", []byte(kp.seed))
 		opt, err := nats.NkeyOptionFromSeed(seedFile)
 		if err != nil {

@@ -58,13 +58,16 @@ func newUser(t testing.TB) keyPair {
 
 // creds are the NATS credentials of one render; requiredValues the
 // smallest values the chart installs with (it makes no key of its own).
-type creds struct{ controller, edge keyPair }
+type creds struct{ controller, controllerEdges, edge keyPair }
 
-func newCreds(t testing.TB) creds { return creds{controller: newUser(t), edge: newUser(t)} }
+func newCreds(t testing.TB) creds {
+	return creds{controller: newUser(t), controllerEdges: newUser(t), edge: newUser(t)}
+}
 
 func (c creds) values() map[string]any {
 	return map[string]any{"natsAuth": map[string]any{
 		"controller": map[string]any{"seed": c.controller.seed, "publicKey": c.controller.public},
+		"controllerEdges": map[string]any{"seed": c.controllerEdges.seed, "publicKey": c.controllerEdges.public},
 		"edge":       map[string]any{"seed": c.edge.seed, "publicKey": c.edge.public},
 	}}
 }

@@ -68,11 +68,6 @@ func (f *fetcher) get(ctx context.Context, u string, limit int64) ([]byte, time.
 	if resp.StatusCode != http.StatusOK {
 		return nil, 0, fmt.Errorf("GET %s: HTTP %d", u, resp.StatusCode)
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
-			return nil, 0, fmt.Errorf("GET %s: content type %q, want JSON", u, ct)
-		}
-	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, 0, fmt.Errorf("GET %s: body: %w", u, err)
@@ -80,7 +75,21 @@ func (f *fetcher) get(ctx context.Context, u string, limit int64) ([]byte, time.
 	if int64(len(body)) > limit {
 		return nil, 0, fmt.Errorf("GET %s: body larger than %d bytes", u, limit)
 	}
+	// Accepted: any Content-Type whose body is JSON. Issuers mostly send
+	// application/json (or a +json type); some serve their JWKS as
+	// text/plain or application/octet-stream, which is fine when it
+	// parses. A body that is not JSON is refused naming its type.
+	if ct := resp.Header.Get("Content-Type"); !jsonMediaType(ct) && !json.Valid(body) {
+		return nil, 0, fmt.Errorf("GET %s: content type %.64q and the body is not JSON", u, ct)
+	}
 	return body, maxAge(resp.Header.Get("Cache-Control")), nil
+}
+
+// jsonMediaType reports whether ct names JSON (application/json or a
+// +json type).
+func jsonMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // maxAge reads max-age from a Cache-Control value; 0 when absent or

@@ -249,7 +249,7 @@ func TestJWKSRefused(t *testing.T) {
 		{"too large", "application/json", `{"keys":[],"pad":"` + strings.Repeat("x", auth.DefaultMaxJWKSBytes) + `"}`, 200, "larger than"},
 		{"too many keys", "application/json", many, 200, "at most"},
 		{"not JSON", "application/json", "<html>", 200, "JWKS"},
-		{"HTML", "text/html", good, 200, "content type"},
+		{"HTML", "text/html", "<html>", 200, "not JSON"},
 		{"redirect", "", "", http.StatusFound, "redirects are not followed"},
 		{"500", "application/json", good, 500, "HTTP 500"},
 		{"symmetric", "application/json", `{"keys":[{"kty":"oct","k":"AAAAAAAAAAAAAAAAAAAAAA","kid":"` + iss.KeyID() + `"}]}`, 200, "no usable"},
@@ -269,10 +269,13 @@ func TestJWKSRefused(t *testing.T) {
 			}
 		})
 	}
-	// The good set verifies through the same path.
-	srv, _ := jwksServer(t, 200, "application/json", good)
-	v, _ := auth.NewVerifier(auth.Options{Issuer: iss.URL(), Audience: audience, JWKSURL: srv.URL, HTTPClient: srv.Client()})
-	mustVerify(t, v, iss.Mint(iss.Claims("alice", audience)))
+	// The good set verifies through the same path, whatever type the
+	// issuer labels it with, as long as it is JSON.
+	for _, ct := range []string{"application/json", "application/jwk-set+json", "text/plain", "application/octet-stream", ""} {
+		srv, _ := jwksServer(t, 200, ct, good)
+		v, _ := auth.NewVerifier(auth.Options{Issuer: iss.URL(), Audience: audience, JWKSURL: srv.URL, HTTPClient: srv.Client()})
+		mustVerify(t, v, iss.Mint(iss.Claims("alice", audience)))
+	}
 }
 
 // A failed refresh keeps the old keys; failures are rate limited too.

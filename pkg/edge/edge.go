@@ -42,6 +42,10 @@ type Options struct {
 	paths pathSwitches
 	// ID is the edge instance id (logs, server info); default "edge".
 	ID string
+	// LogBySequence reads the regional logs of NewRegional by sequence,
+	// without consumers (an edge of the edge account: the fleet account
+	// offers it reads only). New takes a log attached as it should be.
+	LogBySequence bool
 	// Group is the backend group served; default "default".
 	Group string
 	// Separator joins backend and tool names; default "_". It must match

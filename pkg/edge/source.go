@@ -37,8 +37,9 @@ var (
 func NewRegional(js jetstream.JetStream, regions []string, o *Options) (*Edge, error) {
 	var e *Edge // set before Run starts the follower's readers
 	f, err := region.NewFollower(js, regions, &region.FollowerOptions{
-		Reader:  &events.ReaderOptions{OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }},
-		OnEvent: func(r string, ev *eventspb.Event) { e.onEvent(r, ev) },
+		Reader:     &events.ReaderOptions{OnError: func(err error) { e.log.Warn().Err(err).Msg("event log") }},
+		OnEvent:    func(r string, ev *eventspb.Event) { e.onEvent(r, ev) },
+		BySequence: o != nil && o.LogBySequence,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("edge: follow regions %v: %w", regions, err)

@@ -44,6 +44,17 @@ type LogOptions struct {
 	// SnapshotHistory is how many snapshots the bucket keeps for replay;
 	// default 16 (at most 64).
 	SnapshotHistory int
+	// BySequence reads the log by sequence, with no consumer: the way an
+	// edge reads it through the fleet account's read services
+	// (natsnode.FleetAPIPrefix), which offer no consumer. The event
+	// subjects, when they reach the client, only wake the reader, which
+	// then reads what is new from the stream; it also polls every
+	// PollInterval. A message on those subjects is never taken for an
+	// event.
+	BySequence bool
+	// PollInterval is how often a BySequence reader looks for new events
+	// without a wake-up; default 1s.
+	PollInterval time.Duration
 }
 
 func (o *LogOptions) withDefaults() LogOptions {
@@ -74,6 +85,9 @@ func (o *LogOptions) withDefaults() LogOptions {
 	}
 	if c.SnapshotHistory == 0 {
 		c.SnapshotHistory = 16
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
 	}
 	return c
 }

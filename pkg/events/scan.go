@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,6 +18,9 @@ type scanFunc func(seq uint64, data []byte, md *jetstream.MsgMetadata) (bool, er
 // leader changes by re-creating itself at the next sequence). It returns
 // when fn stops it or returns an error, or ctx ends.
 func (l *Log) scan(ctx context.Context, from uint64, fn scanFunc) error {
+	if l.opts.BySequence {
+		return l.scanBySequence(ctx, from, fn)
+	}
 	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{l.opts.SubjectPrefix + ".>"},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
@@ -47,6 +52,97 @@ func (l *Log) scan(ctx context.Context, from uint64, fn scanFunc) error {
 		if err != nil || !more {
 			return err
 		}
+	}
+}
+
+// scanBySequence is scan without a consumer: each generation is read by
+// its sequence. Past the head it waits for a wake-up (a message on the
+// event subjects, whose content is ignored) or the poll interval. A purged
+// range shows as a jump in the sequences handed to fn, as with a consumer.
+func (l *Log) scanBySequence(ctx context.Context, from uint64, fn scanFunc) error {
+	wake := make(chan struct{}, 1)
+	if nc := l.js.Conn(); nc != nil {
+		// Subscribed before the head is read, so that no event stored in
+		// between goes unnoticed. A refused subscription leaves polling.
+		sub, err := nc.Subscribe(l.opts.SubjectPrefix+".>", func(*nats.Msg) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+		if err == nil {
+			sub.SetPendingLimits(4096, 64<<20)
+			defer sub.Unsubscribe()
+		}
+	}
+	tick := time.NewTicker(l.opts.PollInterval)
+	defer tick.Stop()
+	first, last, err := l.Bounds(ctx)
+	if err != nil {
+		return err
+	}
+	next := from
+	for {
+		if next < first {
+			next = first
+		}
+		if next > last {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-wake:
+				// A wake-up can arrive before the stream has committed
+				// the event (a replicated stream stores it after a
+				// round of consensus): look again a few times, shortly.
+				for delay := time.Millisecond; ; delay *= 2 {
+					if first, last, err = l.Bounds(ctx); err != nil || next <= last || delay > 256*time.Millisecond {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(delay):
+					}
+				}
+				if err != nil {
+					return err
+				}
+				continue
+			case <-tick.C:
+			}
+			if first, last, err = l.Bounds(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		m, err := l.stream.GetMsg(ctx, next)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			// Removed by retention (the bounds moved), or a deleted
+			// message inside them: either way fn sees the jump.
+			if first, last, err = l.Bounds(ctx); err != nil {
+				return err
+			}
+			if next >= first && next <= last {
+				next++
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("event log %s: read generation %d: %w", l.opts.Stream, next, err)
+		}
+		if m.Sequence > last {
+			last = m.Sequence
+		}
+		md := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.Sequence}, Timestamp: m.Time,
+			NumPending: last - m.Sequence}
+		more, err := fn(m.Sequence, m.Data, md)
+		if err != nil || !more {
+			return err
+		}
+		next = m.Sequence + 1
 	}
 }
 

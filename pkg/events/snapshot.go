@@ -48,6 +48,9 @@ func (l *Log) LoadSnapshot(ctx context.Context) (*State, error) {
 // snapshotAtOrBelow returns the newest kept snapshot whose generation is
 // at most gen, or nil.
 func (l *Log) snapshotAtOrBelow(ctx context.Context, gen uint64) (*State, error) {
+	if l.opts.BySequence {
+		return l.snapshotAtOrBelowByRevision(ctx, gen)
+	}
 	hist, err := l.snapshots.History(ctx, snapshotKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
@@ -69,6 +72,41 @@ func (l *Log) snapshotAtOrBelow(ctx context.Context, gen uint64) (*State, error)
 		}
 	}
 	return best, nil
+}
+
+// snapshotAtOrBelowByRevision is snapshotAtOrBelow without a consumer:
+// it reads the kept revisions one by one, newest first (a bucket keeps at
+// most 64).
+func (l *Log) snapshotAtOrBelowByRevision(ctx context.Context, gen uint64) (*State, error) {
+	e, err := l.snapshots.Get(ctx, snapshotKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot history: %w", err)
+	}
+	rev := e.Revision()
+	for range 64 {
+		if e.Operation() == jetstream.KeyValuePut {
+			s, err := decodeSnapshot(e.Value())
+			if err != nil {
+				return nil, err
+			}
+			if s.Generation <= gen {
+				return s, nil
+			}
+		}
+		if rev <= 1 {
+			return nil, nil
+		}
+		rev--
+		if e, err = l.snapshots.GetRevision(ctx, snapshotKey, rev); errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("snapshot history: revision %d: %w", rev, err)
+		}
+	}
+	return nil, nil
 }
 
 func decodeSnapshot(b []byte) (*State, error) {

@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
 
@@ -27,28 +27,59 @@ const maxSeedFile = 4 << 10
 // ErrSeed is wrapped by errors about a seed file.
 var ErrSeed = errors.New("natsnode: bad nkey seed")
 
-// users returns the node's nkey users: the controller with every right,
-// the edge with EdgePermissions. The seeds are read from dir, or written
-// there when absent.
-func users(dir string, logs []LogNames) ([]*server.NkeyUser, error) {
+// ControllerEdgeSeedFile is the seed of the controller's user in
+// EdgeAccount.
+const ControllerEdgeSeedFile = "controller-edges.seed"
+
+// edgeSeedFile is the seed file of the edge user name: "edge" keeps
+// EdgeSeedFile, any other name edge-<name>.seed.
+func edgeSeedFile(name string) string {
+	if name == "" || name == DefaultEdgeUser {
+		return EdgeSeedFile
+	}
+	return "edge-" + name + ".seed"
+}
+
+// DefaultEdgeUser is the edge user every authenticated node mints.
+const DefaultEdgeUser = "edge"
+
+var edgeNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// accountsConfig returns the accounts section of the node: the controller
+// in FleetAccount, the controller and one user per edge name in
+// EdgeAccount. The seeds are read from dir, or written there when absent.
+func accountsConfig(dir string, edgeNames []string, logs []LogNames) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("natsnode: seed dir %s: %w", dir, err)
+		return "", fmt.Errorf("natsnode: seed dir %s: %w", dir, err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("natsnode: seed dir %s: %w", dir, err)
+		return "", fmt.Errorf("natsnode: seed dir %s: %w", dir, err)
 	}
 	ctl, err := ensureSeed(filepath.Join(dir, ControllerSeedFile))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	edge, err := ensureSeed(filepath.Join(dir, EdgeSeedFile))
+	ctlEdges, err := ensureSeed(filepath.Join(dir, ControllerEdgeSeedFile))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return []*server.NkeyUser{
-		{Nkey: ctl}, // nil Permissions: everything
-		{Nkey: edge, Permissions: edgePermissionsWith(EdgeInboxPrefix, logs)},
-	}, nil
+	a := Accounts{Controllers: []string{ctl}, ControllerEdges: []string{ctlEdges}, Logs: logs}
+	seen := map[string]bool{}
+	for _, name := range append([]string{DefaultEdgeUser}, edgeNames...) {
+		if !edgeNameRE.MatchString(name) {
+			return "", fmt.Errorf("natsnode: edge user %q: want [a-z0-9][a-z0-9-]{0,31}", name)
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		pub, err := ensureSeed(filepath.Join(dir, edgeSeedFile(name)))
+		if err != nil {
+			return "", err
+		}
+		a.Edges = append(a.Edges, pub)
+	}
+	return a.Config()
 }
 
 // ensureSeed returns the public key of the user seed in path, creating the

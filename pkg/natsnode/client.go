@@ -27,8 +27,10 @@ type Access struct {
 	// both or neither.
 	TLSCert, TLSKey string
 	// InboxPrefix replaces "_INBOX" as the prefix of reply subjects. A
-	// user whose subscribe permission is limited to its own prefix (edges:
-	// EdgeInboxPrefix) needs it; "" keeps the default.
+	// user whose subscribe permission is limited to its own prefix needs
+	// it; "" derives it from the credential's public key
+	// (InboxPrefixFor, the prefix Accounts gives every edge user), or
+	// keeps "_INBOX" without a credential.
 	InboxPrefix string
 }
 
@@ -79,17 +81,50 @@ func (a Access) Options() ([]nats.Option, error) {
 	if a.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(a.TLSCert, a.TLSKey))
 	}
-	if a.InboxPrefix != "" {
-		opts = append(opts, nats.CustomInboxPrefix(a.InboxPrefix))
+	inbox, err := a.Inbox()
+	if err != nil {
+		return nil, err
+	}
+	if inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
 	}
 	return opts, nil
 }
 
+// Inbox is the inbox prefix the connection uses: InboxPrefix, or the one
+// derived from the credential's public key, or "" (the client default).
+func (a Access) Inbox() (string, error) {
+	switch {
+	case a.InboxPrefix != "":
+		return a.InboxPrefix, nil
+	case a.NkeySeed != "":
+		pub, err := PublicKey(a.NkeySeed)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrAccess, err)
+		}
+		return InboxPrefixFor(pub), nil
+	case a.Creds != "":
+		pub, err := PublicKey(a.Creds)
+		if err != nil {
+			return "", fmt.Errorf("%w: creds %s: %w", ErrAccess, a.Creds, err)
+		}
+		return InboxPrefixFor(pub), nil
+	}
+	return "", nil
+}
+
 // ControllerAccess is the access of the controller's own connection to
-// this node: its nkey when the node runs with Auth.
+// this node: its nkey in FleetAccount when the node runs with Auth.
 func (n *Node) ControllerAccess() Access { return Access{NkeySeed: n.ControllerSeed()} }
 
-// EdgeAccess is the access an edge uses on this node.
-func (n *Node) EdgeAccess() Access {
-	return Access{NkeySeed: n.EdgeSeed(), InboxPrefix: EdgeInboxPrefix}
-}
+// ControllerEdgeAccess is the access of the controller's connection to
+// EdgeAccount (provisioning the session bucket and the call trail, the
+// dashboard's sessions); the zero Access when the node runs without Auth.
+func (n *Node) ControllerEdgeAccess() Access { return Access{NkeySeed: n.ControllerEdgeSeed()} }
+
+// EdgeAccess is the access the default edge user uses on this node; its
+// inbox prefix is derived from its key.
+func (n *Node) EdgeAccess() Access { return Access{NkeySeed: n.EdgeSeed()} }
+
+// EdgeAccessFor is the access of the edge user name (Options.EdgeUsers).
+func (n *Node) EdgeAccessFor(name string) Access { return Access{NkeySeed: n.EdgeSeedFor(name)} }

@@ -21,6 +21,13 @@ type Cluster struct {
 // StartCluster starts size nodes (use 3) with data under dir and waits until
 // the JetStream meta group has a leader and every peer is current.
 func StartCluster(dir string, size int) (*Cluster, error) {
+	return StartClusterConfig(dir, size, "")
+}
+
+// StartClusterConfig is StartCluster with every node running the
+// configuration text conf besides (such as the accounts section an
+// operator writes: Accounts.Config).
+func StartClusterConfig(dir string, size int, conf string) (*Cluster, error) {
 	if size < 1 {
 		return nil, errors.New("natsnode: start cluster: size must be at least 1")
 	}
@@ -39,7 +46,10 @@ func StartCluster(dir string, size int) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range size {
 		o := &Options{Name: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
-		so := baseOptions(o)
+		so, err := withConfig(conf, baseOptions(o))
+		if err != nil {
+			return nil, err
+		}
 		so.Host, so.Port = "127.0.0.1", -1
 		so.Cluster = server.ClusterOpts{Name: "fleetgate-test", Host: "127.0.0.1", Port: routePorts[i]}
 		so.Routes = routes
@@ -49,7 +59,7 @@ func StartCluster(dir string, size int) (*Cluster, error) {
 			return nil, fmt.Errorf("natsnode: start cluster: node %s: %w", so.ServerName, err)
 		}
 		srv.Start()
-		c.Nodes = append(c.Nodes, &Node{srv: srv, opts: so})
+		c.Nodes = append(c.Nodes, &Node{srv: srv, opts: so, conf: conf})
 	}
 	for _, n := range c.Nodes {
 		if !n.srv.ReadyForConnections(10 * time.Second) {

@@ -134,6 +134,9 @@ func applyLeaf(so *server.Options, o *Options) error {
 				return err
 			}
 			so.LeafNode.Nkey = pub
+			// The link joins the regions' fleet accounts: their logs,
+			// mirrors and leases; edge accounts never meet.
+			so.LeafNode.Account = FleetAccount
 		}
 	}
 	if len(l.Remotes) > maxLeafRemotes {
@@ -168,6 +171,9 @@ func applyLeaf(so *server.Options, o *Options) error {
 			Nkey:        seed,
 			DenyImports: LinkDeny,
 			DenyExports: LinkDeny,
+		}
+		if o.Auth {
+			ro.LocalAccount = FleetAccount
 		}
 		if remoteTLS != nil {
 			ro.TLS, ro.TLSConfig, ro.TLSTimeout = true, remoteTLS.Clone(), leafTLSTimeout.Seconds()

@@ -40,12 +40,15 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Log turns on the server's own logging (off by default).
 	Log bool
-	// Auth turns on nkey authentication: a controller user with every
-	// right and an edge user with EdgePermissions, whose seeds are
-	// DataDir/controller.seed and DataDir/edge.seed (created on the first
-	// start, reused after; mode 0600, DataDir 0700). Unauthenticated
-	// connections are refused, the in-process ones too. The controller's
-	// embedded node always sets it; without it the node is open (tests).
+	// Auth turns on nkey authentication and the two accounts (Accounts):
+	// the controller with every right in FleetAccount, and in EdgeAccount
+	// the controller and one user per edge (DefaultEdgeUser and EdgeUsers)
+	// with EdgePermissions. The seeds are DataDir/controller.seed,
+	// DataDir/controller-edges.seed, DataDir/edge.seed and
+	// DataDir/edge-<name>.seed (created on the first start, reused after;
+	// mode 0600, DataDir 0700). Unauthenticated connections are refused,
+	// the in-process ones too. The controller's embedded node always sets
+	// it; without it the node is open, one account (tests).
 	Auth bool
 	// MaxStore caps the JetStream file store in bytes; default
 	// DefaultMaxStore.
@@ -55,9 +58,12 @@ type Options struct {
 	// layer and other regions reach its streams as "$JS.<domain>.API".
 	// "" (default): no domain, as a single-region node has always run.
 	Domain string
-	// EdgeLogs are event logs the edge user may read besides the default
-	// one (a region's own log and its mirrors of the others); nil: none.
+	// EdgeLogs are the event logs edge users may read (a region's own log
+	// and its mirrors of the others); nil: the single-region log.
 	EdgeLogs []LogNames
+	// EdgeUsers names edge users minted besides DefaultEdgeUser, one per
+	// edge: each has its own seed (EdgeSeedFor) and inbox prefix.
+	EdgeUsers []string
 	// Leaf joins regions with leaf connections; nil (default): none.
 	Leaf *LeafOptions
 }
@@ -67,6 +73,9 @@ type Node struct {
 	srv  *server.Server
 	opts server.Options
 	auth bool
+	// conf is the configuration text the options were made from ("" for
+	// none): a restart parses it again, since accounts belong to a server.
+	conf string
 }
 
 // Start starts a single JetStream node and waits until it is ready.
@@ -78,13 +87,20 @@ func Start(o *Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsnode: start: listen %q: %w", o.Listen, err)
 	}
-	so := baseOptions(o)
-	so.Host, so.Port = host, port
+	var conf string
 	if o.Auth {
-		if so.Nkeys, err = users(so.StoreDir, o.EdgeLogs); err != nil {
+		if conf, err = accountsConfig(filepath.Clean(o.DataDir), o.EdgeUsers, o.EdgeLogs); err != nil {
+			return nil, err
+		}
+		if err := migrateGlobal(filepath.Clean(o.DataDir)); err != nil {
 			return nil, err
 		}
 	}
+	so, err := withConfig(conf, baseOptions(o))
+	if err != nil {
+		return nil, err
+	}
+	so.Host, so.Port = host, port
 	if err := applyLeaf(&so, o); err != nil {
 		return nil, err
 	}
@@ -92,8 +108,22 @@ func Start(o *Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.auth = o.Auth
+	n.auth, n.conf = o.Auth, conf
 	return n, nil
+}
+
+// withConfig returns base with the configuration text conf applied (its
+// accounts and users); conf "" returns base.
+func withConfig(conf string, base server.Options) (server.Options, error) {
+	if conf == "" {
+		return base, nil
+	}
+	var so server.Options
+	if err := so.ProcessConfigString(conf); err != nil {
+		return server.Options{}, fmt.Errorf("natsnode: accounts configuration: %w", err)
+	}
+	base.Accounts, base.Nkeys, base.Users = so.Accounts, so.Nkeys, so.Users
+	return base, nil
 }
 
 func baseOptions(o *Options) server.Options {
@@ -176,9 +206,17 @@ func (n *Node) ClientURL() string { return n.srv.ClientURL() }
 // node runs without Auth.
 func (n *Node) ControllerSeed() string { return n.seed(ControllerSeedFile) }
 
-// EdgeSeed is the path of the edge user's seed, "" when the node runs
-// without Auth.
+// EdgeSeed is the path of the default edge user's seed, "" when the node
+// runs without Auth.
 func (n *Node) EdgeSeed() string { return n.seed(EdgeSeedFile) }
+
+// EdgeSeedFor is the path of the seed of the edge user name (Options.
+// EdgeUsers), "" when the node runs without Auth.
+func (n *Node) EdgeSeedFor(name string) string { return n.seed(edgeSeedFile(name)) }
+
+// ControllerEdgeSeed is the path of the seed of the controller's user in
+// EdgeAccount, "" when the node runs without Auth.
+func (n *Node) ControllerEdgeSeed() string { return n.seed(ControllerEdgeSeedFile) }
 
 func (n *Node) seed(name string) string {
 	if !n.auth {
@@ -205,7 +243,14 @@ func (n *Node) Restart() error {
 	if n.srv.Running() {
 		n.Shutdown()
 	}
-	fresh, err := startNode(n.opts, 10*time.Second)
+	so := n.opts
+	if n.conf != "" {
+		var err error
+		if so, err = withConfig(n.conf, n.opts); err != nil {
+			return err
+		}
+	}
+	fresh, err := startNode(so, 10*time.Second)
 	if err != nil {
 		return err
 	}

@@ -17,83 +17,86 @@ const (
 	EdgeInboxPrefix = "_INBOX_edge"
 )
 
-// EdgePublish is the publish allow-list of an edge: read the event stream
-// and the snapshots, read and write session records, publish the call
-// trail. Everything else is refused, in particular publishing events,
-// the leader bucket, any stream or consumer deletion or purge, and
-// consumer deletion (ephemeral consumers expire on their own). Each entry
-// is a subject the nats.go jetstream client really publishes for an
-// operation an edge makes.
-func EdgePublish() []string {
-	return []string{
-		// event log: stream info, ordered consumers, reads by sequence
-		"$JS.API.STREAM.INFO." + EventStream,
-		"$JS.API.CONSUMER.CREATE." + EventStream + ".>",
-		"$JS.API.CONSUMER.MSG.NEXT." + EventStream + ".*",
-		"$JS.API.STREAM.MSG.GET." + EventStream,
-		// snapshots: KeyValue handle, Get, Watch and its flow control
-		"$JS.API.STREAM.INFO.KV_" + SnapshotBucket,
-		"$JS.API.DIRECT.GET.KV_" + SnapshotBucket + ".>",
-		"$JS.API.CONSUMER.CREATE.KV_" + SnapshotBucket + ".>",
-		"$JS.FC.KV_" + SnapshotBucket + ".>",
+// EdgePublish is the publish allow-list of an edge user of EdgeAccount:
+// read the single-region event log and its snapshots through FleetAccount's
+// read services (FleetAPIPrefix), read and write the session records and
+// publish the call trail in EdgeAccount. Everything else is refused, in
+// particular any write into FleetAccount (there is no subject that reaches
+// it), consumers on the event log (reads go by sequence), stream or
+// consumer deletion and purges. Each entry is a subject the nats.go
+// jetstream client really publishes for an operation an edge makes.
+func EdgePublish() []string { return edgePublish([]LogNames{DefaultLog}) }
+
+func edgePublish(logs []LogNames) []string {
+	var out []string
+	for _, l := range logs {
+		out = append(out, EdgeReadPublish(l)...)
+	}
+	return append(out,
 		// session records: handle, Get, Create/Update/Delete (publishes to
 		// the key subjects), Watch
-		"$JS.API.STREAM.INFO.KV_" + SessionBucket,
-		"$JS.API.DIRECT.GET.KV_" + SessionBucket + ".>",
-		"$JS.API.CONSUMER.CREATE.KV_" + SessionBucket + ".>",
-		"$JS.FC.KV_" + SessionBucket + ".>",
-		"$KV." + SessionBucket + ".>",
+		"$JS.API.STREAM.INFO.KV_"+SessionBucket,
+		"$JS.API.DIRECT.GET.KV_"+SessionBucket+".>",
+		"$JS.API.CONSUMER.CREATE.KV_"+SessionBucket+".>",
+		"$JS.FC.KV_"+SessionBucket+".>",
+		"$KV."+SessionBucket+".>",
 		// the call trail: stream info (attach) and the entries
-		"$JS.API.STREAM.INFO." + CallStream,
+		"$JS.API.STREAM.INFO."+CallStream,
 		CallSubjects,
-	}
+	)
 }
 
-// EdgeSubscribe is the subscribe allow-list of an edge: only replies to
-// its own inbox prefix, so it cannot read other clients' replies.
+// EdgeSubscribe is the subscribe allow-list of an edge: replies to its own
+// inbox prefix only, so it cannot read other clients' replies, and the
+// event subjects FleetAccount exports (wake-ups; the events themselves are
+// read through the read services).
 func EdgeSubscribe(inboxPrefix string) []string {
+	return edgeSubscribe(inboxPrefix, []LogNames{DefaultLog})
+}
+
+func edgeSubscribe(inboxPrefix string, logs []LogNames) []string {
 	if inboxPrefix == "" {
 		inboxPrefix = EdgeInboxPrefix
 	}
-	return []string{inboxPrefix + ".>"}
+	out := []string{inboxPrefix + ".>"}
+	for _, l := range logs {
+		if l.Subjects != "" {
+			out = append(out, l.Subjects)
+		}
+	}
+	return out
 }
 
 // EdgePermissions is the server-side permission set of an edge user with
-// the given inbox prefix (default EdgeInboxPrefix).
+// the given inbox prefix (default EdgeInboxPrefix) in EdgeAccount.
 func EdgePermissions(inboxPrefix string) *server.Permissions {
+	return edgePermissionsFor(inboxPrefix, []LogNames{DefaultLog})
+}
+
+func edgePermissionsFor(inboxPrefix string, logs []LogNames) *server.Permissions {
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: EdgePublish()},
-		Subscribe: &server.SubjectPermission{Allow: EdgeSubscribe(inboxPrefix)},
+		Publish:   &server.SubjectPermission{Allow: edgePublish(logs)},
+		Subscribe: &server.SubjectPermission{Allow: edgeSubscribe(inboxPrefix, logs)},
 	}
 }
 
 // LogNames are the names of one event log: its stream and its snapshot
-// bucket (a region's own log, or a local mirror of another region's).
+// bucket (a region's own log, or a local mirror of another region's), and
+// the subjects its stream binds ("" for a mirror, which binds none).
 type LogNames struct {
 	Stream, SnapshotBucket string
+	Subjects               string
 }
 
 // EdgeReadPublish is the publish allow-list that lets an edge read the
-// event log l (stream info, ordered consumers, reads by sequence, snapshot
-// Get and Watch): the read half of EdgePublish, for another log.
+// event log l through FleetAccount's read services: stream info, reads by
+// sequence, snapshot info and direct gets.
 func EdgeReadPublish(l LogNames) []string {
 	return []string{
-		"$JS.API.STREAM.INFO." + l.Stream,
-		"$JS.API.CONSUMER.CREATE." + l.Stream + ".>",
-		"$JS.API.CONSUMER.MSG.NEXT." + l.Stream + ".*",
-		"$JS.API.STREAM.MSG.GET." + l.Stream,
-		"$JS.API.STREAM.INFO.KV_" + l.SnapshotBucket,
-		"$JS.API.DIRECT.GET.KV_" + l.SnapshotBucket + ".>",
-		"$JS.API.CONSUMER.CREATE.KV_" + l.SnapshotBucket + ".>",
-		"$JS.FC.KV_" + l.SnapshotBucket + ".>",
+		FleetAPIPrefix + ".STREAM.INFO." + l.Stream,
+		FleetAPIPrefix + ".STREAM.MSG.GET." + l.Stream,
+		FleetAPIPrefix + ".STREAM.INFO.KV_" + l.SnapshotBucket,
+		FleetAPIPrefix + ".DIRECT.GET.KV_" + l.SnapshotBucket,
+		FleetAPIPrefix + ".DIRECT.GET.KV_" + l.SnapshotBucket + ".>",
 	}
-}
-
-// edgePermissionsWith is EdgePermissions plus reads of the logs.
-func edgePermissionsWith(inboxPrefix string, logs []LogNames) *server.Permissions {
-	p := EdgePermissions(inboxPrefix)
-	for _, l := range logs {
-		p.Publish.Allow = append(p.Publish.Allow, EdgeReadPublish(l)...)
-	}
-	return p
 }

@@ -23,6 +23,10 @@ type FollowerOptions struct {
 	// whose log holds it (after Reader.OnEvent, from that region's reader
 	// goroutine); it must not block.
 	OnEvent func(region string, ev *eventspb.Event)
+	// BySequence reads the logs by sequence, without consumers: a client
+	// of the edge account reading the fleet account's read services
+	// (events.LogOptions.BySequence).
+	BySequence bool
 }
 
 // Follower follows every region's event log in one region's JetStream:
@@ -64,7 +68,14 @@ func (f *Follower) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, r := range f.regions {
-		log, err := events.AttachLog(ctx, f.js, LogOptions(r, 0))
+		lo := LogOptions(r, 0)
+		if f.opts.BySequence {
+			if lo == nil {
+				lo = &events.LogOptions{}
+			}
+			lo.BySequence = true
+		}
+		log, err := events.AttachLog(ctx, f.js, lo)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

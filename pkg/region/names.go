@@ -101,7 +101,9 @@ func LogOptions(name string, replicas int) *events.LogOptions {
 func EdgeLogs(regions []string) []natsnode.LogNames {
 	out := make([]natsnode.LogNames, 0, len(regions))
 	for _, r := range regions {
-		out = append(out, natsnode.LogNames{Stream: StreamName(r), SnapshotBucket: SnapshotBucket(r)})
+		// Subjects: the local region's stream binds them (wake-ups for
+		// its edges); a mirror binds none and its readers poll.
+		out = append(out, natsnode.LogNames{Stream: StreamName(r), SnapshotBucket: SnapshotBucket(r), Subjects: SubjectPrefix(r) + ".>"})
 	}
 	return out
 }

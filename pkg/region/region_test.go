@@ -30,6 +30,7 @@ type twoRegions struct {
 	writer  map[string]*events.Writer
 	follow  map[string]*Follower
 	edgeJS  map[string]jetstream.JetStream
+	fleetJS map[string]jetstream.JetStream
 	regions []string
 }
 
@@ -56,7 +57,7 @@ func startTwoRegions(t *testing.T, ctx context.Context) *twoRegions {
 	t.Helper()
 	regions := []string{"a", "b"}
 	e := &twoRegions{link: natstest.NewLinkProxy(t), regions: regions, node: map[string]*natsnode.Node{}, log: map[string]*events.Log{},
-		writer: map[string]*events.Writer{}, follow: map[string]*Follower{}, edgeJS: map[string]jetstream.JetStream{}}
+		writer: map[string]*events.Writer{}, follow: map[string]*Follower{}, edgeJS: map[string]jetstream.JetStream{}, fleetJS: map[string]jetstream.JetStream{}}
 	start := func(name string, leaf *natsnode.LeafOptions) *natsnode.Node {
 		n, err := natsnode.Start(&natsnode.Options{Name: name, DataDir: t.TempDir(), Listen: "127.0.0.1:0", Auth: true,
 			Domain: Domain(name), EdgeLogs: EdgeLogs(regions), Leaf: leaf})
@@ -79,7 +80,8 @@ func startTwoRegions(t *testing.T, ctx context.Context) *twoRegions {
 		if err := EnsureMirrors(ctx, js, r, regions, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := sessionstore.Provision(ctx, js, nil); err != nil {
+		_, jsEdges := connect(t, e.node[r].ClientURL(), e.node[r].ControllerEdgeAccess())
+		if err := sessionstore.Provision(ctx, jsEdges, nil); err != nil {
 			t.Fatal(err)
 		}
 		w, err := events.NewWriter(ctx, log, "controller-"+r)
@@ -89,8 +91,14 @@ func startTwoRegions(t *testing.T, ctx context.Context) *twoRegions {
 		e.log[r], e.writer[r] = log, w
 	}
 	for _, r := range regions {
-		_, js := connect(t, e.node[r].ClientURL(), e.node[r].EdgeAccess())
-		f, err := NewFollower(js, regions, nil)
+		nc, js := connect(t, e.node[r].ClientURL(), e.node[r].EdgeAccess())
+		// The edge reads the logs in the fleet account through its read
+		// services, by sequence.
+		fjs, split, err := natsnode.FleetJetStream(ctx, nc, StreamName(r))
+		if err != nil || !split {
+			t.Fatalf("region %s: edge reads: split %v, %v", r, split, err)
+		}
+		f, err := NewFollower(fjs, regions, &FollowerOptions{BySequence: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +112,7 @@ func startTwoRegions(t *testing.T, ctx context.Context) *twoRegions {
 		if err := f.WaitStarted(ctx); err != nil {
 			t.Fatalf("follower %s: %v", r, err)
 		}
-		e.follow[r], e.edgeJS[r] = f, js
+		e.follow[r], e.edgeJS[r], e.fleetJS[r] = f, js, fjs
 	}
 	return e
 }
@@ -269,7 +277,9 @@ func TestRegionPartitionHeals(t *testing.T) {
 	// log is the same event in the other region's mirror.
 	for _, r := range e.regions {
 		origin := e.log[r]
-		mirror, err := events.AttachLog(ctx, e.edgeJS[otherRegion(r)], LogOptions(r, 0))
+		lo := LogOptions(r, 0)
+		lo.BySequence = true
+		mirror, err := events.AttachLog(ctx, e.fleetJS[otherRegion(r)], lo)
 		if err != nil {
 			t.Fatal(err)
 		}

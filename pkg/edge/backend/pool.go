@@ -191,19 +191,34 @@ func needsClient(cfg events.BackendConfig) bool { return len(cfg.Headers) > 0 ||
 // cfg; a change of URL, transport, headers or allow_link_local replaces it.
 func (p *Pool) conn(name string, cfg events.BackendConfig) *backendConn {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.conns[name]
-	if c != nil && c.serves(cfg) {
-		return c
+	old := p.conns[name]
+	if old != nil && old.serves(cfg) {
+		p.mu.Unlock()
+		return old
 	}
-	if c != nil {
-		go c.close()
-	}
-	c = &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg), cfg: cfg}
+	c := &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg), cfg: cfg}
 	c.sdk, c.creds = p.backendClient(name, cfg)
 	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	p.conns[name] = c
+	p.mu.Unlock()
+	if old != nil {
+		p.closeLater(old)
+	}
 	return c
+}
+
+// closeLater closes c on a goroutine of the pool's: CloseAll waits for it.
+// Once CloseAll has begun it closes c before returning. Called without
+// p.mu (close takes c.mu, which session holds while it takes bgMu).
+func (p *Pool) closeLater(c *backendConn) {
+	p.bgMu.Lock()
+	if p.ctx.Err() == nil {
+		p.bg.Go(c.close)
+		p.bgMu.Unlock()
+		return
+	}
+	p.bgMu.Unlock()
+	c.close()
 }
 
 // serves reports whether c is the connection of a backend configured as
@@ -215,13 +230,17 @@ func (c *backendConn) serves(cfg events.BackendConfig) bool {
 // Prune closes the connections of backends not in cfgs, or configured
 // otherwise there.
 func (p *Pool) Prune(cfgs map[string]events.BackendConfig) {
+	var gone []*backendConn
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for name, c := range p.conns {
 		if cfg, ok := cfgs[name]; !ok || !c.serves(cfg) {
 			delete(p.conns, name)
-			go c.close()
+			gone = append(gone, c)
 		}
+	}
+	p.mu.Unlock()
+	for _, c := range gone {
+		p.closeLater(c)
 	}
 }
 

@@ -116,6 +116,10 @@ Files are mounted under /etc/fleetgate/nats (see fleetgate.natsVolumes).
 - name: FLEETGATE_NATS_NKEY_SEED
   value: /etc/fleetgate/nats/{{ include "fleetgate.natsSecretKey" (list $ $role) }}
 {{- end }}
+{{- if eq $role "controller" }}
+- name: {{ ternary "FLEETGATE_NATS_EDGES_CREDS" "FLEETGATE_NATS_EDGES_NKEY_SEED" (eq $.Values.natsAuth.type "creds") }}
+  value: /etc/fleetgate/nats/{{ include "fleetgate.natsSecretKey" (list $ "controller-edges") }}
+{{- end }}
 {{- if $.Values.natsTLS.enabled }}
 - name: FLEETGATE_NATS_TLS_CA
   value: /etc/fleetgate/nats-tls/{{ $.Values.natsTLS.caKey }}
@@ -138,6 +142,10 @@ Files are mounted under /etc/fleetgate/nats (see fleetgate.natsVolumes).
     items:
       - key: {{ include "fleetgate.natsSecretKey" (list $ $role) }}
         path: {{ include "fleetgate.natsSecretKey" (list $ $role) }}
+      {{- if eq $role "controller" }}
+      - key: {{ include "fleetgate.natsSecretKey" (list $ "controller-edges") }}
+        path: {{ include "fleetgate.natsSecretKey" (list $ "controller-edges") }}
+      {{- end }}
 {{- if $.Values.natsTLS.enabled }}
 - name: nats-tls
   secret:
