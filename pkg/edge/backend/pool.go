@@ -84,6 +84,10 @@ type Pool struct {
 	// credentialError, when set, is told once per outage that a
 	// backend's header reference does not resolve (credential.Transport).
 	credentialError func(error)
+
+	// stdio runs the edge's own instances of stdio backends (stdio.go);
+	// nil: none may run.
+	stdio *stdioSet
 }
 
 // backendConn is the pooled session of one backend. mu serializes
@@ -92,6 +96,9 @@ type backendConn struct {
 	name string
 	url  string
 	sse  bool // the backend speaks the legacy HTTP+SSE transport
+	// stdio: the backend is a process of this edge (stdio.go); its
+	// session is its instance's, which the pool never closes.
+	stdio bool
 
 	// Backend credentials and link-local allowance (backendClient).
 	cfg   events.BackendConfig
@@ -199,7 +206,7 @@ func (p *Pool) conn(name string, cfg events.BackendConfig) *backendConn {
 	if c != nil {
 		go c.close()
 	}
-	c = &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg), cfg: cfg}
+	c = &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg), stdio: isStdio(cfg), cfg: cfg}
 	c.sdk, c.creds = p.backendClient(name, cfg)
 	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	p.conns[name] = c
@@ -209,7 +216,8 @@ func (p *Pool) conn(name string, cfg events.BackendConfig) *backendConn {
 // serves reports whether c is the connection of a backend configured as
 // cfg.
 func (c *backendConn) serves(cfg events.BackendConfig) bool {
-	return c.url == cfg.URL && c.sse == isSSE(cfg) && c.cfg.Headers.Equal(cfg.Headers) && c.cfg.AllowLinkLocal == cfg.AllowLinkLocal
+	return c.url == cfg.URL && c.sse == isSSE(cfg) && c.cfg.Headers.Equal(cfg.Headers) && c.cfg.AllowLinkLocal == cfg.AllowLinkLocal &&
+		c.cfg.Equal(cfg)
 }
 
 // Prune closes the connections of backends not in cfgs, or configured
@@ -222,6 +230,9 @@ func (p *Pool) Prune(cfgs map[string]events.BackendConfig) {
 			delete(p.conns, name)
 			go c.close()
 		}
+	}
+	if p.stdio != nil {
+		p.stdio.prune(p.ctx, cfgs)
 	}
 }
 
@@ -238,6 +249,9 @@ func (p *Pool) CloseAll() {
 	p.mu.Unlock()
 	for _, c := range conns {
 		c.close()
+	}
+	if p.stdio != nil {
+		p.stdio.closeAll()
 	}
 	p.watch.Wait()
 	if ct, ok := p.http.Transport.(*h1.Transport); ok {
@@ -256,13 +270,19 @@ func (c *backendConn) close() {
 	c.cs = nil
 	c.closed = true
 	c.mu.Unlock()
-	if cs != nil {
+	if cs != nil && !c.stdio {
 		_ = cs.Close()
 	}
 }
 
 // session returns the live session, connecting if there is none.
 func (p *Pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession, error) {
+	if c.stdio {
+		if c.isClosed() {
+			return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
+		}
+		return p.stdioSession(ctx, c)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cs != nil {
@@ -340,14 +360,23 @@ func (c *backendConn) forget(cs *mcp.ClientSession) {
 	c.mu.Unlock()
 }
 
-// drop forgets cs if it is still the pooled session.
+// drop forgets cs if it is still the pooled session. A stdio session is
+// its instance's: the instance sees its process end.
 func (c *backendConn) drop(cs *mcp.ClientSession) {
 	c.mu.Lock()
 	if c.cs == cs {
 		c.cs = nil
 	}
 	c.mu.Unlock()
-	_ = cs.Close()
+	if !c.stdio {
+		_ = cs.Close()
+	}
+}
+
+func (c *backendConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Do runs op on the backend's pooled session under the per-call timeout.
