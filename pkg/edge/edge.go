@@ -31,6 +31,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -41,6 +42,10 @@ type Options struct {
 	paths pathSwitches
 	// ID is the edge instance id (logs, server info); default "edge".
 	ID string
+	// Stdio is this edge's allow-list of stdio commands and the runner of
+	// its own instances of the stdio backends it serves (package stdio);
+	// nil: a stdio backend's calls are refused, naming why.
+	Stdio *stdio.Host
 	// Group is the backend group served; default "default".
 	Group string
 	// Separator joins backend and tool names; default "_". It must match
@@ -313,6 +318,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.setTracing(opts.TracerProvider)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
 	e.pool.OnResourceUpdated(e.resourceUpdated)
+	e.pool.SetStdio(opts.Stdio)                // nil: every stdio backend refused here
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
