@@ -17,6 +17,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
 // guardedTransport guards every response body (mcpwire.Guard): the go-sdk
@@ -426,6 +427,14 @@ func Do[T any](ctx context.Context, p *Pool, backend string, cfg events.BackendC
 		// header and its reference (never a value).
 		if re := (*credential.ResolveError)(nil); errors.As(err, &re) {
 			be.Kind = "credential unresolved (" + re.Detail() + ")"
+		}
+		// A stdio backend this edge may not run, or whose instance is
+		// down (stdio.go).
+		switch {
+		case errors.Is(err, stdio.ErrNotAllowed):
+			be.Kind = "command not in this edge's stdio allow-list"
+		case errors.Is(err, stdio.ErrDown):
+			be.Kind = "stdio instance down; restarting"
 		}
 		return zero, be
 	}
