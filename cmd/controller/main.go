@@ -39,6 +39,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/region"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/pkg/tracing"
 )
 
@@ -52,6 +53,7 @@ type options struct {
 	adminHosts []string
 	nats       natsAccess
 	region     regionFlags
+	stdio      stdio.Flags
 }
 
 func main() {
@@ -98,6 +100,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 6*time.Second, "leader lease TTL; a standby takes over within twice this (extension)")
 	o.nats.flags(fs)
 	o.region.flags(fs)
+	o.stdio.Register(fs)
 	tokenFile := fs.String("admin-token-file", "", "when set, every admin request but /healthz and /readyz needs Authorization: Bearer <the file's content>")
 	allowedHosts := fs.String("admin-allowed-hosts", "", "more Host values the admin API answers (name or name:port, comma-separated); loopback names with the listen port always pass")
 	if err := cmdline.Parse(fs, args, getenv); err != nil {
@@ -255,9 +258,13 @@ func run(o *options, fleet *config.Fleet) error {
 			zl.Warn().Err(err).Msg("tracing shutdown")
 		}
 	}()
+	stdioHost, err := o.stdio.Host(&zl, reg, fleet.Health.Interval)
+	if err != nil {
+		return err
+	}
 	ctl, err := controller.New(controller.Options{ID: o.id, Fleet: fleet, ConfigPath: o.configPath, JetStream: js, Log: log,
 		OutboxDir: filepath.Join(o.dataDir, "outbox"), Replicas: o.replicas, LeaseTTL: o.leaseTTL, Registerer: reg, Logger: &zl,
-		TracerProvider: tp.TracerProvider(), Regions: o.region.regions})
+		TracerProvider: tp.TracerProvider(), Regions: o.region.regions, Stdio: stdioHost})
 	if err != nil {
 		return err
 	}

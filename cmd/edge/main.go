@@ -33,13 +33,17 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/pkg/tracing"
 	"github.com/fleetgate/fleetgate/pkg/verify"
 )
 
 type config struct {
+	// stdio are --stdio-commands, --stdio-max-processes, --stdio-grace.
+	stdio                                                               stdio.Flags
 	natsURL, listen, adminListen, group, mode, id, logFormat, separator string
 	coalesce, callTimeout, shutdownTimeout, sessionTimeout              time.Duration
 	pinned                                                              []string
@@ -83,6 +87,7 @@ var verifyMain = verify.Main
 func parse(args []string, getenv func(string) string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	c.stdio.Register(fs)
 	fs.StringVar(&c.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS to subscribe to")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "MCP endpoint address, served at http://ADDR/mcp")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8082", "admin HTTP API address")
@@ -218,6 +223,11 @@ func run(ctx context.Context, c *config) error {
 		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg}
 	c.limits.apply(opts)
 	c.access.apply(opts)
+	// The restart backoff of the edge's instances is capped at the
+	// controller's default probe interval.
+	if opts.Stdio, err = c.stdio.Host(&log, reg, health.DefaultInterval); err != nil {
+		return err
+	}
 	tp, err := tracing.New(ctx, &tracing.Options{ServiceName: "fleetgate-edge"}) // OTEL_* variables; off when none
 	if err != nil {
 		return err

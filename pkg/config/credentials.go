@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/backendnet"
 	"github.com/fleetgate/fleetgate/pkg/credential"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
 // A backend's credentials and destination (INTERFACE.md, Backend
@@ -174,6 +175,64 @@ func ParseHeadersJSON(raw map[string]json.RawMessage) (credential.Headers, error
 			return nil, &FieldError{Field: "headers." + canon, Msg: err.Error(), Err: err}
 		}
 		out[canon] = ref
+	}
+	return out, nil
+}
+
+// stringList decodes a list of strings (a stdio backend's args); bounds are
+// checked by checkStdio.
+func (d *decoder) stringList(e entry) ([]string, error) {
+	if e.val == nil || isNull(e.val) {
+		return nil, nil
+	}
+	nodes, err := d.sequence(e)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) > stdio.MaxArgs {
+		return nil, d.errorf(e.line(), e.path, "%d args, limit %d", len(nodes), stdio.MaxArgs)
+	}
+	out := make([]string, 0, len(nodes))
+	for i, n := range nodes {
+		s, err := d.str(entry{val: n, path: index(e.path, i)})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// envRefs decodes a stdio backend's env: variable names to {env: ...} or
+// {file: ...}, never a literal (it may be a pasted secret).
+func (d *decoder) envRefs(e entry) (map[string]credential.Ref, error) {
+	if e.val == nil || isNull(e.val) {
+		return nil, nil
+	}
+	if e.val.Kind != yaml.MappingNode {
+		return nil, d.errorf(e.line(), e.path, "want a mapping of variable names to {env: ...} or {file: ...}, got %s", kindName(e.val))
+	}
+	if n := len(e.val.Content) / 2; n > stdio.MaxEnv {
+		return nil, d.errorf(e.line(), e.path, "%d variables, limit %d", n, stdio.MaxEnv)
+	}
+	out := map[string]credential.Ref{}
+	for i := 0; i+1 < len(e.val.Content); i += 2 {
+		k, v := deref(e.val.Content[i]), deref(e.val.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			return nil, d.errorf(k.Line, index(e.path, i/2), "want a variable name, got %s", kindName(k))
+		}
+		path := join(e.path, k.Value)
+		if _, dup := out[k.Value]; dup {
+			return nil, d.errorf(k.Line, path, "variable is already set")
+		}
+		ref, err := d.ref(entry{key: k, val: v, path: path})
+		if err != nil {
+			return nil, err
+		}
+		out[k.Value] = ref
+	}
+	if err := stdio.CheckEnv(out); err != nil {
+		return nil, d.errorf(e.line(), e.path, "%s", err.Error())
 	}
 	return out, nil
 }

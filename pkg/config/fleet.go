@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/fleetgate/fleetgate/pkg/credential"
@@ -47,6 +48,13 @@ type Backend struct {
 	// AllowLinkLocal lets URL reach link-local and cloud metadata
 	// addresses (package backendnet), refused by default.
 	AllowLinkLocal bool
+	// Command, Args and Env are a stdio backend's (Transport
+	// TransportStdio, URL empty): an entry name of each host's allow-list
+	// (checked by the controller, not here), arguments appended to its
+	// argv, and variables set from references.
+	Command string
+	Args    []string
+	Env     map[string]credential.Ref
 	// Tools, Prompts and Resources filter and rename the backend's
 	// definitions (package naming); zero: all, under the strategy's names.
 	Tools, Prompts, Resources naming.Rules
@@ -57,7 +65,8 @@ type Backend struct {
 // compared (they need no new probe); NamingEqual does.
 func (b Backend) Equal(o Backend) bool {
 	return b.Name == o.Name && b.URL == o.URL && b.Transport == o.Transport &&
-		b.Headers.Equal(o.Headers) && b.AllowLinkLocal == o.AllowLinkLocal
+		b.Headers.Equal(o.Headers) && b.AllowLinkLocal == o.AllowLinkLocal &&
+		b.Command == o.Command && slices.Equal(b.Args, o.Args) && maps.Equal(b.Env, o.Env)
 }
 
 // NamingEqual reports whether b and o have the same naming rules.
@@ -107,6 +116,7 @@ func (f *Fleet) Clone() *Fleet {
 		for j := range g.Backends {
 			b := &g.Backends[j]
 			b.Headers = b.Headers.Clone()
+			b.Args, b.Env = slices.Clone(b.Args), maps.Clone(b.Env)
 			b.Tools, b.Prompts, b.Resources = b.Tools.Clone(), b.Prompts.Clone(), b.Resources.Clone()
 		}
 		g.PinnedTools = slices.Clone(g.PinnedTools)
@@ -136,17 +146,23 @@ func (f *Fleet) Put(group string, b Backend) error {
 	if msg := checkName("backend", b.Name); msg != "" {
 		return putError(group, b.Name, "name", msg)
 	}
-	if msg := checkURL(b.URL); msg != "" {
-		return putError(group, b.Name, "url", msg)
-	}
-	if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
-		return putError(group, b.Name, "url", msg)
-	}
 	t, msg := resolveTransport(b.Transport)
 	if msg != "" {
 		return putError(group, b.Name, "transport", msg)
 	}
 	b.Transport = t
+	if field, msg := checkStdio(b); msg != "" {
+		return putError(group, b.Name, field, msg)
+	}
+	if t != TransportStdio {
+		if msg := checkURL(b.URL); msg != "" {
+			return putError(group, b.Name, "url", msg)
+		}
+		if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
+			return putError(group, b.Name, "url", msg)
+		}
+	}
+	b.Args, b.Env = slices.Clone(b.Args), maps.Clone(b.Env)
 	if field, msg := checkHeaders(b.Headers); msg != "" {
 		return putError(group, b.Name, field, msg)
 	}

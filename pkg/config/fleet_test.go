@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/fleetgate/fleetgate/pkg/credential"
 )
 
 func TestPut(t *testing.T) {
@@ -30,7 +32,13 @@ func TestPut(t *testing.T) {
 		{"bad url", "default", Backend{Name: "beta", URL: "ht!tp://x"}, "url", nil},
 		{"relative url", "default", Backend{Name: "beta", URL: "/mcp"}, "url", nil},
 		{"missing url", "default", Backend{Name: "beta"}, "url", nil},
-		{"bad transport", "default", Backend{Name: "beta", URL: "http://h:1/mcp", Transport: "stdio"}, "transport", nil},
+		{"bad transport", "default", Backend{Name: "beta", URL: "http://h:1/mcp", Transport: "websocket"}, "transport", nil},
+		{"stdio with url", "default", Backend{Name: "beta", URL: "http://h:1/mcp", Transport: "stdio", Command: "files"}, "url", nil},
+		{"stdio without command", "default", Backend{Name: "beta", Transport: "stdio"}, "command", nil},
+		{"stdio command a path", "default", Backend{Name: "beta", Transport: "stdio", Command: "/bin/sh"}, "command", nil},
+		{"stdio literal-free env", "default", Backend{Name: "beta", Transport: "stdio", Command: "files",
+			Env: map[string]credential.Ref{"T": {}}}, "env", nil},
+		{"command without stdio", "default", Backend{Name: "beta", URL: "http://h:1/mcp", Command: "files"}, "command", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,5 +133,32 @@ func TestFieldErrorFormat(t *testing.T) {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestParseStdio: a stdio backend as the contract writes it.
+func TestParseStdio(t *testing.T) {
+	f, err := Parse("c.yaml", []byte(`groups:
+  - name: default
+    backends:
+      - name: files
+        transport: stdio
+        command: filesystem
+        args: ["/srv/shared"]
+        env:
+          GITHUB_TOKEN: {env: FG_GITHUB_TOKEN}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.Groups[0].Backends[0]
+	if b.Transport != TransportStdio || b.Command != "filesystem" || !reflect.DeepEqual(b.Args, []string{"/srv/shared"}) ||
+		b.Env["GITHUB_TOKEN"] != (credential.Ref{Env: "FG_GITHUB_TOKEN"}) || b.URL != "" {
+		t.Fatalf("backend %+v", b)
+	}
+	c := f.Clone()
+	c.Groups[0].Backends[0].Args[0] = "/etc"
+	if b.Args[0] != "/srv/shared" || !b.Equal(f.Groups[0].Backends[0]) || b.Equal(c.Groups[0].Backends[0]) {
+		t.Fatal("Clone shares args, or Equal ignores them")
 	}
 }

@@ -85,30 +85,14 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 	var out []Backend
 	for i, n := range nodes {
 		path := index(e.path, i)
-		bm, err := d.mapping(n, path, "name", "url", "transport", "headers", "allow_link_local", "tools", "prompts", "resources")
+		bm, err := d.mapping(n, path, "name", "url", "transport", "headers", "allow_link_local", "tools", "prompts", "resources",
+			"command", "args", "env")
 		if err != nil {
 			return nil, err
 		}
 		var b Backend
 		if b.Name, err = d.name("backend", orAt(bm, "name", n, path), taken); err != nil {
 			return nil, err
-		}
-		ue := orAt(bm, "url", n, path)
-		if b.URL, err = d.str(ue); err != nil {
-			return nil, err
-		}
-		if msg := checkURL(b.URL); msg != "" {
-			return nil, d.errorf(ue.line(), ue.path, "%s", msg)
-		}
-		if b.Headers, err = d.headers(orAt(bm, "headers", n, path)); err != nil {
-			return nil, err
-		}
-		ae := orAt(bm, "allow_link_local", n, path)
-		if b.AllowLinkLocal, err = d.boolean(ae); err != nil {
-			return nil, err
-		}
-		if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
-			return nil, d.errorf(ue.line(), ue.path, "%s", msg)
 		}
 		te := orAt(bm, "transport", n, path)
 		t, err := d.str(te)
@@ -118,6 +102,38 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 		var msg string
 		if b.Transport, msg = resolveTransport(t); msg != "" {
 			return nil, d.errorf(te.line(), te.path, "%s", msg)
+		}
+		ue := orAt(bm, "url", n, path)
+		if b.URL, err = d.str(ue); err != nil {
+			return nil, err
+		}
+		if b.Headers, err = d.headers(orAt(bm, "headers", n, path)); err != nil {
+			return nil, err
+		}
+		ae := orAt(bm, "allow_link_local", n, path)
+		if b.AllowLinkLocal, err = d.boolean(ae); err != nil {
+			return nil, err
+		}
+		if b.Command, err = d.str(orAt(bm, "command", n, path)); err != nil {
+			return nil, err
+		}
+		if b.Args, err = d.stringList(orAt(bm, "args", n, path)); err != nil {
+			return nil, err
+		}
+		if b.Env, err = d.envRefs(orAt(bm, "env", n, path)); err != nil {
+			return nil, err
+		}
+		if field, msg := checkStdio(b); msg != "" {
+			fe := orAt(bm, field, n, path)
+			return nil, d.errorf(fe.line(), fe.path, "%s", msg)
+		}
+		if b.Transport != TransportStdio {
+			if msg := checkURL(b.URL); msg != "" {
+				return nil, d.errorf(ue.line(), ue.path, "%s", msg)
+			}
+			if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
+				return nil, d.errorf(ue.line(), ue.path, "%s", msg)
+			}
 		}
 		if b.Tools, b.Prompts, b.Resources, err = d.rules(bm, b.Name, renames); err != nil {
 			return nil, err

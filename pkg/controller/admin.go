@@ -146,6 +146,12 @@ type putBody struct {
 	Transport      string                     `json:"transport"`
 	Headers        map[string]json.RawMessage `json:"headers"`
 	AllowLinkLocal bool                       `json:"allow_link_local"`
+	// Command, Args and Env are a stdio backend's: an entry name of the
+	// controller's --stdio-commands (never a program), extra arguments,
+	// and variables as references.
+	Command string                     `json:"command"`
+	Args    []string                   `json:"args"`
+	Env     map[string]json.RawMessage `json:"env"`
 	// Tools, Prompts and Resources are the backend's naming rules
 	// ({"include": [...], "exclude": [...], "rename": {...}}), as in the
 	// config file; absent: none. Like every field, they replace the
@@ -169,8 +175,25 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
 		return
 	}
+	var env map[string]credential.Ref
+	for k, raw := range body.Env {
+		ref, err := credential.ParseRefJSON(raw)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: env %q: %w", group, name, k, err))
+			return
+		}
+		if env == nil {
+			env = map[string]credential.Ref{}
+		}
+		env[k] = ref
+	}
 	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport, Headers: headers, AllowLinkLocal: body.AllowLinkLocal,
+		Command: body.Command, Args: body.Args, Env: env,
 		Tools: body.Tools, Prompts: body.Prompts, Resources: body.Resources}
+	if err := checkStdioBackend(c.opts.Stdio, group, b); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
+		return
+	}
 	err = c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
@@ -181,9 +204,7 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 	spec := want.Naming(group)
 	c.answerGeneration(w, r.Context(), func(s *events.State) bool {
 		be := s.Backend(group, name)
-		return be != nil && be.Config.URL == cfg.URL && be.Config.Transport == cfg.Transport &&
-			be.Config.Headers.Equal(cfg.Headers) && be.Config.AllowLinkLocal == cfg.AllowLinkLocal &&
-			s.Group(group).NamingSpec().Equal(spec)
+		return be != nil && be.Config.Equal(backendConfig(cfg)) && s.Group(group).NamingSpec().Equal(spec)
 	})
 }
 

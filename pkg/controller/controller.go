@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/leader"
 	"github.com/fleetgate/fleetgate/pkg/prober"
 	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
 // Options configure a Controller. Fields marked required must be set.
@@ -54,6 +57,10 @@ type Options struct {
 	// local mirrors, docs/regions.md) and names the generation vector it
 	// reflects. Fewer than two: the view of Log alone.
 	Regions []string
+	// Stdio is this host's allow-list of stdio commands and the runner of
+	// the probers' instances; nil: a stdio backend is refused (config,
+	// reload and admin PUT).
+	Stdio *stdio.Host
 }
 
 // Controller probes the fleet's backends and publishes every change to the
@@ -88,6 +95,9 @@ type liveStatus struct {
 func New(o Options) (*Controller, error) {
 	if o.Fleet == nil || o.JetStream == nil || o.Log == nil || o.OutboxDir == "" || o.ID == "" {
 		return nil, errors.New("controller: ID, Fleet, JetStream, Log and OutboxDir are required")
+	}
+	if err := checkStdio(o.Stdio, o.Fleet); err != nil {
+		return nil, fmt.Errorf("controller %s: %w", o.ID, err)
 	}
 	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(),
 		statuses: map[BackendKey]liveStatus{}}
@@ -199,9 +209,42 @@ func desiredOf(f *config.Fleet) map[BackendKey]events.BackendConfig {
 	out := map[BackendKey]events.BackendConfig{}
 	for _, g := range f.Groups {
 		for _, b := range g.Backends {
-			out[BackendKey{g.Name, b.Name}] = events.BackendConfig{URL: b.URL, Transport: b.Transport,
-				Headers: b.Headers.Clone(), AllowLinkLocal: b.AllowLinkLocal}
+			out[BackendKey{g.Name, b.Name}] = backendConfig(b)
 		}
 	}
 	return out
+}
+
+// backendConfig is the event log's config of b.
+func backendConfig(b config.Backend) events.BackendConfig {
+	return events.BackendConfig{URL: b.URL, Transport: b.Transport,
+		Headers: b.Headers.Clone(), AllowLinkLocal: b.AllowLinkLocal,
+		Command: b.Command, Args: slices.Clone(b.Args), Env: maps.Clone(b.Env)}
+}
+
+// checkStdio refuses a stdio backend of f whose command is not in this
+// host's allow-list (h nil: none is), naming it.
+func checkStdio(h *stdio.Host, f *config.Fleet) error {
+	for _, g := range f.Groups {
+		for _, b := range g.Backends {
+			if err := checkStdioBackend(h, g.Name, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkStdioBackend(h *stdio.Host, group string, b config.Backend) error {
+	if b.Transport != config.TransportStdio {
+		return nil
+	}
+	if h == nil {
+		return &config.FieldError{Field: "command", Msg: fmt.Sprintf("backend %s/%s: command %q: %v (this controller has no --stdio-commands)",
+			group, b.Name, b.Command, stdio.ErrNotAllowed)}
+	}
+	if err := h.Check(stdio.Spec{Backend: b.Name, Command: b.Command, Args: b.Args, Env: b.Env}); err != nil {
+		return &config.FieldError{Field: "command", Msg: fmt.Sprintf("backend %s/%s: %v", group, b.Name, err), Err: err}
+	}
+	return nil
 }

@@ -202,7 +202,7 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 		rp := &runningProber{cfg: cfg, cancel: cancel, done: make(chan struct{})}
 		key := k
 		p := prober.New(prober.Target{Group: k.Group, Name: k.Name, URL: cfg.URL, Transport: cfg.Transport,
-			Headers: cfg.Headers, AllowLinkLocal: cfg.AllowLinkLocal}, prober.Sink{
+			Headers: cfg.Headers, AllowLinkLocal: cfg.AllowLinkLocal, Command: cfg.Command, Args: cfg.Args, Env: cfg.Env}, prober.Sink{
 			Observe: func(_ prober.Target, o health.Observation) {
 				select {
 				case obsCh <- observation{key, o}:
@@ -216,7 +216,7 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 				}
 			},
 		}, &prober.Options{Policy: policy, Logger: &c.zl, Metrics: c.pm, HTTPClient: c.opts.HTTPClient,
-			TracerProvider: c.opts.TracerProvider})
+			TracerProvider: c.opts.TracerProvider, Stdio: c.opts.Stdio})
 		rp.p = p
 		go func() {
 			defer close(rp.done)
@@ -305,6 +305,9 @@ func (c *Controller) Reload(ctx context.Context) error {
 	f, err := config.Load(c.opts.ConfigPath)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
+	}
+	if err := checkStdio(c.opts.Stdio, f); err != nil {
+		return fmt.Errorf("reload %s: %w", c.opts.ConfigPath, err)
 	}
 	if !c.Leading() {
 		c.mu.Lock()

@@ -121,6 +121,12 @@ func (e *Edge) adminHandler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, e.Sessions())
 	})
+	// This edge's own instance of each stdio backend it serves (the
+	// sessions to them are the edge's, pooled): state, pid, restarts and
+	// why the last one ended, or why it cannot run here.
+	mux.HandleFunc("GET /v1/sessions/stdio", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"edge": e.opts.ID, "instances": e.pool.StdioStatus()})
+	})
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		s := e.reg.Lookup(r.PathValue("id"))
 		if s == nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -46,6 +47,10 @@ type Options struct {
 	// without consumers (an edge of the edge account: the fleet account
 	// offers it reads only). New takes a log attached as it should be.
 	LogBySequence bool
+	// Stdio is this edge's allow-list of stdio commands and the runner of
+	// its own instances of the stdio backends it serves (package stdio);
+	// nil: a stdio backend's calls are refused, naming why.
+	Stdio *stdio.Host
 	// Group is the backend group served; default "default".
 	Group string
 	// Separator joins backend and tool names; default "_". It must match
@@ -308,6 +313,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.setTracing(opts.TracerProvider)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
+	e.pool.SetStdio(opts.Stdio)                // nil: every stdio backend refused here
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})

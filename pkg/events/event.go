@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -223,6 +225,11 @@ func (c BackendConfig) proto() *eventspb.BackendConfig {
 		r := c.Headers[name]
 		p.Headers = append(p.Headers, &eventspb.HeaderRef{Name: name, Env: r.Env, File: r.File})
 	}
+	p.Command, p.Args = c.Command, c.Args
+	for _, name := range slices.Sorted(maps.Keys(c.Env)) {
+		r := c.Env[name]
+		p.Env = append(p.Env, &eventspb.HeaderRef{Name: name, Env: r.Env, File: r.File})
+	}
 	return p
 }
 
@@ -236,6 +243,13 @@ func configFromProto(p *eventspb.BackendConfig) BackendConfig {
 			c.Headers = credential.Headers{}
 		}
 		c.Headers[h.GetName()] = credential.Ref{Env: h.GetEnv(), File: h.GetFile()}
+	}
+	c.Command, c.Args = p.GetCommand(), p.GetArgs()
+	for _, v := range p.GetEnv() {
+		if c.Env == nil {
+			c.Env = map[string]credential.Ref{}
+		}
+		c.Env[v.GetName()] = credential.Ref{Env: v.GetEnv(), File: v.GetFile()}
 	}
 	return c
 }

@@ -58,6 +58,8 @@ type Backend struct {
 const (
 	TransportStreamableHTTP = "streamable-http"
 	TransportSSE            = "sse"
+	// TransportStdio: a command of the host's allow-list (package stdio).
+	TransportStdio = "stdio"
 )
 
 // are references (credential.Ref), which each reader resolves itself.
@@ -67,12 +69,19 @@ type BackendConfig struct {
 	Headers   credential.Headers `json:"headers,omitempty"`
 	// AllowLinkLocal lets URL reach link-local and metadata addresses.
 	AllowLinkLocal bool `json:"allow_link_local,omitempty"`
+	// Command, Args and Env are a stdio backend's: an entry name of each
+	// host's allow-list, arguments appended to its argv, and variables
+	// set from references.
+	Command string                    `json:"command,omitempty"`
+	Args    []string                  `json:"args,omitempty"`
+	Env     map[string]credential.Ref `json:"env,omitempty"`
 }
 
 // Equal reports whether c and o are the same configuration (nil and empty
 // headers are the same).
 func (c BackendConfig) Equal(o BackendConfig) bool {
-	return c.URL == o.URL && c.Transport == o.Transport && c.Headers.Equal(o.Headers) && c.AllowLinkLocal == o.AllowLinkLocal
+	return c.URL == o.URL && c.Transport == o.Transport && c.Headers.Equal(o.Headers) && c.AllowLinkLocal == o.AllowLinkLocal &&
+		c.Command == o.Command && slices.Equal(c.Args, o.Args) && maps.Equal(c.Env, o.Env)
 }
 
 // Catalog is a backend's tool, resource and prompt definitions as the

@@ -155,3 +155,16 @@ func (c *chunkSource) Read(p []byte) (int, error) {
 	c.b = c.b[n:]
 	return n, nil
 }
+
+// result keeps the raw result of the response with id, when it answers a
+// pending list call.
+func (c *capture) result(id mcpwire.ID, raw json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.pending[id]
+	if !ok {
+		return
+	}
+	delete(c.pending, id)
+	c.results[k] = append(json.RawMessage(nil), raw...)
+}

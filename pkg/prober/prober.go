@@ -15,6 +15,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/backendnet"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
 // Transports a Target may name.
@@ -58,6 +59,12 @@ type Target struct {
 	// AllowLinkLocal lets the prober connect to link-local and cloud
 	// metadata addresses, refused by default (package backendnet).
 	AllowLinkLocal bool
+	// Command, Args and Env are a stdio target's (Transport
+	// TransportStdio): an entry of Options.Stdio's allow-list, extra
+	// arguments and variables from references.
+	Command string
+	Args    []string
+	Env     map[string]credential.Ref
 }
 
 func (t Target) String() string { return t.Group + "/" + t.Name }
@@ -115,6 +122,9 @@ type Options struct {
 	// TracerProvider receives a span per probe result (trace.go); nil:
 	// the global one, a no-op unless tracing is on.
 	TracerProvider trace.TracerProvider
+	// Stdio runs the instances of stdio targets (its allow-list); nil:
+	// a stdio target is refused.
+	Stdio *stdio.Host
 }
 
 // Prober probes one backend over one persistent MCP client session.
@@ -144,6 +154,11 @@ type Prober struct {
 	// credFailing: a header reference did not resolve at the last
 	// connect (logged once per outage).
 	credFailing bool
+
+	// A stdio target's host, instance and list capture (stdio.go).
+	stdioHost  *stdio.Host
+	inst       *stdio.Instance
+	stdioLists *capture
 }
 
 // New returns a Prober for t. Run starts it.
@@ -159,6 +174,7 @@ func New(t Target, sink Sink, o *Options) *Prober {
 		base: defaultTransport, minBackoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
 		maxPages: o.MaxPages, discoveryTimeout: o.DiscoveryTimeout, maxMessage: o.MaxMessage,
 		relist: make(chan struct{}, 1), refresh: make(chan struct{}, 1), log: zerolog.Nop(),
+		stdioHost: o.Stdio,
 	}
 	if o.Logger != nil {
 		p.log = o.Logger.With().Str("group", t.Group).Str("backend", t.Name).Logger()
@@ -238,13 +254,20 @@ func (p *Prober) Run(ctx context.Context) error {
 	if err := p.policy.Validate(); err != nil {
 		return fmt.Errorf("prober %s: %w", p.target, err)
 	}
-	if p.target.Transport != TransportStreamable && p.target.Transport != TransportSSE {
-		return fmt.Errorf("prober %s: unknown transport %q (want %s or %s)", p.target, p.target.Transport, TransportStreamable, TransportSSE)
+	if p.target.Transport != TransportStreamable && p.target.Transport != TransportSSE && p.target.Transport != TransportStdio {
+		return fmt.Errorf("prober %s: unknown transport %q (want %s, %s or %s)", p.target, p.target.Transport, TransportStreamable, TransportSSE, TransportStdio)
 	}
 	if !p.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("prober %s: %w", p.target, ErrRunning)
 	}
 	defer p.running.Store(false)
+	if p.target.Transport == TransportStdio {
+		stop, err := p.runStdio(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	rt := retry{first: p.minBackoff, period: p.maxBackoff}
 	sessions := 0

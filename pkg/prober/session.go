@@ -36,6 +36,8 @@ type session struct {
 	dropped  chan struct{} // closed when the session is known dead
 	reason   string        // why; set before dropped is closed
 	clean    bool          // the event stream ended normally (verify first)
+	// shared: cs is a stdio instance's, which close leaves open.
+	shared bool
 
 	wg sync.WaitGroup // the Wait watcher
 }
@@ -53,7 +55,7 @@ func (s *session) drop(reason string, clean bool) {
 func (s *session) close() {
 	s.wire.closing.Store(true)
 	s.stop()
-	if s.cs != nil {
+	if s.cs != nil && !s.shared {
 		_ = s.cs.Close()
 	}
 	s.wg.Wait()
@@ -73,6 +75,9 @@ func (e *connectError) Unwrap() error { return e.err }
 // streamable HTTP the standalone GET stream. The attempt is bounded by
 // Policy.Timeout; on success the returned session is being watched.
 func (p *Prober) connect(ctx context.Context) (*session, error) {
+	if p.target.Transport == TransportStdio {
+		return p.connectStdio(ctx)
+	}
 	sctx, stop := context.WithCancel(ctx)
 	s := &session{stop: stop, dropped: make(chan struct{})}
 	s.calls, s.cancelCalls = context.WithCancel(sctx)

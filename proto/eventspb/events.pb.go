@@ -295,8 +295,15 @@ type BackendConfig struct {
 	Headers []*HeaderRef `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
 	// allow_link_local lets url reach link-local and cloud metadata addresses.
 	AllowLinkLocal bool `protobuf:"varint,4,opt,name=allow_link_local,json=allowLinkLocal,proto3" json:"allow_link_local,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// stdio backends (transport "stdio", url empty): command names an entry
+	// of each host's allow-list, never a program; args are appended to the
+	// entry's argv; env are variables set from references (sorted by name,
+	// names unique), never values.
+	Command       string       `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	Args          []string     `protobuf:"bytes,6,rep,name=args,proto3" json:"args,omitempty"`
+	Env           []*HeaderRef `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BackendConfig) Reset() {
@@ -355,6 +362,27 @@ func (x *BackendConfig) GetAllowLinkLocal() bool {
 		return x.AllowLinkLocal
 	}
 	return false
+}
+
+func (x *BackendConfig) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *BackendConfig) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *BackendConfig) GetEnv() []*HeaderRef {
+	if x != nil {
+		return x.Env
+	}
+	return nil
 }
 
 // HeaderRef is one header of a backend and the reference of its value:
@@ -1160,12 +1188,15 @@ const file_events_proto_rawDesc = "" +
 	"\x0epolicy_changed\x18\x0e \x01(\v2\".fleetgate.events.v1.PolicyChangedH\x00R\rpolicyChanged\x12K\n" +
 	"\x0enaming_changed\x18\x0f \x01(\v2\".fleetgate.events.v1.NamingChangedH\x00R\rnamingChanged\x12 \n" +
 	"\vtraceparent\x18d \x01(\tR\vtraceparentB\x06\n" +
-	"\x04kind\"\xa3\x01\n" +
+	"\x04kind\"\x83\x02\n" +
 	"\rBackendConfig\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x128\n" +
 	"\aheaders\x18\x03 \x03(\v2\x1e.fleetgate.events.v1.HeaderRefR\aheaders\x12(\n" +
-	"\x10allow_link_local\x18\x04 \x01(\bR\x0eallowLinkLocal\"E\n" +
+	"\x10allow_link_local\x18\x04 \x01(\bR\x0eallowLinkLocal\x12\x18\n" +
+	"\acommand\x18\x05 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x06 \x03(\tR\x04args\x120\n" +
+	"\x03env\x18\a \x03(\v2\x1e.fleetgate.events.v1.HeaderRefR\x03env\"E\n" +
 	"\tHeaderRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03env\x18\x02 \x01(\tR\x03env\x12\x12\n" +
@@ -1262,22 +1293,23 @@ var file_events_proto_depIdxs = []int32{
 	9,  // 5: fleetgate.events.v1.Event.policy_changed:type_name -> fleetgate.events.v1.PolicyChanged
 	10, // 6: fleetgate.events.v1.Event.naming_changed:type_name -> fleetgate.events.v1.NamingChanged
 	3,  // 7: fleetgate.events.v1.BackendConfig.headers:type_name -> fleetgate.events.v1.HeaderRef
-	2,  // 8: fleetgate.events.v1.BackendAdded.config:type_name -> fleetgate.events.v1.BackendConfig
-	2,  // 9: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
-	0,  // 10: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
-	7,  // 11: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
-	11, // 12: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
-	12, // 13: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
-	13, // 14: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
-	13, // 15: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
-	13, // 16: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
-	14, // 17: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
-	1,  // 18: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	3,  // 8: fleetgate.events.v1.BackendConfig.env:type_name -> fleetgate.events.v1.HeaderRef
+	2,  // 9: fleetgate.events.v1.BackendAdded.config:type_name -> fleetgate.events.v1.BackendConfig
+	2,  // 10: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
+	0,  // 11: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
+	7,  // 12: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
+	11, // 13: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
+	12, // 14: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
+	13, // 15: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
+	13, // 16: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
+	13, // 17: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
+	14, // 18: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
+	1,  // 19: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
 // guardedTransport guards every response body (mcpwire.Guard): the go-sdk
@@ -84,6 +85,10 @@ type Pool struct {
 	// credentialError, when set, is told once per outage that a
 	// backend's header reference does not resolve (credential.Transport).
 	credentialError func(error)
+
+	// stdio runs the edge's own instances of stdio backends (stdio.go);
+	// nil: none may run.
+	stdio *stdioSet
 }
 
 // backendConn is the pooled session of one backend. mu serializes
@@ -92,6 +97,9 @@ type backendConn struct {
 	name string
 	url  string
 	sse  bool // the backend speaks the legacy HTTP+SSE transport
+	// stdio: the backend is a process of this edge (stdio.go); its
+	// session is its instance's, which the pool never closes.
+	stdio bool
 
 	// Backend credentials and link-local allowance (backendClient).
 	cfg   events.BackendConfig
@@ -196,7 +204,7 @@ func (p *Pool) conn(name string, cfg events.BackendConfig) *backendConn {
 		p.mu.Unlock()
 		return old
 	}
-	c := &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg), cfg: cfg}
+	c := &backendConn{name: name, url: cfg.URL, sse: isSSE(cfg), stdio: isStdio(cfg), cfg: cfg}
 	c.sdk, c.creds = p.backendClient(name, cfg)
 	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	p.conns[name] = c
@@ -224,7 +232,8 @@ func (p *Pool) closeLater(c *backendConn) {
 // serves reports whether c is the connection of a backend configured as
 // cfg.
 func (c *backendConn) serves(cfg events.BackendConfig) bool {
-	return c.url == cfg.URL && c.sse == isSSE(cfg) && c.cfg.Headers.Equal(cfg.Headers) && c.cfg.AllowLinkLocal == cfg.AllowLinkLocal
+	return c.url == cfg.URL && c.sse == isSSE(cfg) && c.cfg.Headers.Equal(cfg.Headers) && c.cfg.AllowLinkLocal == cfg.AllowLinkLocal &&
+		c.cfg.Equal(cfg)
 }
 
 // Prune closes the connections of backends not in cfgs, or configured
@@ -242,6 +251,9 @@ func (p *Pool) Prune(cfgs map[string]events.BackendConfig) {
 	for _, c := range gone {
 		p.closeLater(c)
 	}
+	if p.stdio != nil {
+		p.stdio.prune(p.ctx, cfgs)
+	}
 }
 
 // CloseAll closes every pooled session and waits for their watchers.
@@ -257,6 +269,9 @@ func (p *Pool) CloseAll() {
 	p.mu.Unlock()
 	for _, c := range conns {
 		c.close()
+	}
+	if p.stdio != nil {
+		p.stdio.closeAll()
 	}
 	p.watch.Wait()
 	if ct, ok := p.http.Transport.(*h1.Transport); ok {
@@ -275,13 +290,19 @@ func (c *backendConn) close() {
 	c.cs = nil
 	c.closed = true
 	c.mu.Unlock()
-	if cs != nil {
+	if cs != nil && !c.stdio {
 		_ = cs.Close()
 	}
 }
 
 // session returns the live session, connecting if there is none.
 func (p *Pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession, error) {
+	if c.stdio {
+		if c.isClosed() {
+			return nil, fmt.Errorf("connect backend %q: %w", c.name, errConnClosed)
+		}
+		return p.stdioSession(ctx, c)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cs != nil {
@@ -359,14 +380,23 @@ func (c *backendConn) forget(cs *mcp.ClientSession) {
 	c.mu.Unlock()
 }
 
-// drop forgets cs if it is still the pooled session.
+// drop forgets cs if it is still the pooled session. A stdio session is
+// its instance's: the instance sees its process end.
 func (c *backendConn) drop(cs *mcp.ClientSession) {
 	c.mu.Lock()
 	if c.cs == cs {
 		c.cs = nil
 	}
 	c.mu.Unlock()
-	_ = cs.Close()
+	if !c.stdio {
+		_ = cs.Close()
+	}
+}
+
+func (c *backendConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Do runs op on the backend's pooled session under the per-call timeout.
@@ -416,6 +446,14 @@ func Do[T any](ctx context.Context, p *Pool, backend string, cfg events.BackendC
 		// header and its reference (never a value).
 		if re := (*credential.ResolveError)(nil); errors.As(err, &re) {
 			be.Kind = "credential unresolved (" + re.Detail() + ")"
+		}
+		// A stdio backend this edge may not run, or whose instance is
+		// down (stdio.go).
+		switch {
+		case errors.Is(err, stdio.ErrNotAllowed):
+			be.Kind = "command not in this edge's stdio allow-list"
+		case errors.Is(err, stdio.ErrDown):
+			be.Kind = "stdio instance down; restarting"
 		}
 		return zero, be
 	}

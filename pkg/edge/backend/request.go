@@ -25,7 +25,7 @@ var ErrRawUnsupported = errors.New("the backend's transport takes only the go-sd
 // Notifications and requests of the backend during the request go to
 // relay (nil: dropped, each request answered with an error).
 func (p *Pool) Request(ctx context.Context, backend string, cfg events.BackendConfig, method string, params json.RawMessage, relay Relay) (json.RawMessage, error) {
-	if isSSE(cfg) || cfg.AllowLinkLocal {
+	if isSSE(cfg) || isStdio(cfg) || cfg.AllowLinkLocal {
 		return nil, backendError(backend, method, fmt.Errorf("%s: %w", method, ErrRawUnsupported))
 	}
 	if !json.Valid(params) {

@@ -46,7 +46,7 @@ func isSSE(cfg events.BackendConfig) bool { return cfg.Transport == events.Trans
 // of other calls, so its notifications are dropped and its requests
 // refused (the pooled client has no handlers for them).
 func (p *Pool) CallTool(ctx context.Context, call Call) (Reply, error) {
-	if !isSSE(call.Config) && !call.Config.AllowLinkLocal { // (a link-local allowance marks the go-sdk client's dials)
+	if !isSSE(call.Config) && !isStdio(call.Config) && !call.Config.AllowLinkLocal { // (a link-local allowance marks the go-sdk client's dials)
 		return p.callStreamable(ctx, call)
 	}
 	// An SSE backend, or one with a link-local allowance (its go-sdk
