@@ -98,7 +98,7 @@ func TestGateDecidesOnServedParse(t *testing.T) {
 		batch = append(batch, gateCall(10+i, "alpha_echo"))
 	}
 	code, body = gatePost(t, c, e.MCPURL(), sid, old, "alice", "["+strings.Join(batch, ",")+"]")
-	if code != http.StatusBadRequest || !strings.Contains(body, "batch of 20") {
+	if code != http.StatusBadRequest || !strings.Contains(body, "batch of more than 16") {
 		t.Fatalf("batch of 20: %d %s; want 400 naming the bound", code, body)
 	}
 	code, body = gatePost(t, c, e.MCPURL(), sid, old, "alice", "["+strings.Join(batch[:3], ",")+"]")

@@ -159,14 +159,43 @@ func (e *Edge) serveHeld(stateful http.Handler, w http.ResponseWriter, r *http.R
 	case dispatch.Cancel:
 		e.fastCall(w, r, s) // cancels the call; the go-sdk has the notification next
 	}
-	stateful.ServeHTTP(w, r)
-	if m, ok := a.body.Single(); ok && m.Method == "notifications/initialized" && s.ProtocolVersion() != "" {
-		// The go-sdk accepted it (202) and runs its handler later, on the
+	m, ok := a.body.Single()
+	if !ok || m.Method != "notifications/initialized" {
+		stateful.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	stateful.ServeHTTP(sw, r)
+	if sw.code == http.StatusAccepted && s.ProtocolVersion() != "" {
+		// The go-sdk accepted it and runs its handler later, on the
 		// session's own goroutine: the session's next request may come
 		// first, and must find it initialized.
 		s.SetFlags(session.FlagInitialized)
 	}
 }
+
+// statusWriter notes the status a response was written with.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // rebuild rebuilds the session r names, held by another edge, from its
 // stored record; nil when it answered r instead.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +51,11 @@ func taskRequest(data []byte) (m taskMessage, params map[string]json.RawMessage,
 	if !bytes.Contains(data, []byte(`"tasks/`)) && !bytes.Contains(data, []byte(`"task"`)) {
 		return m, nil, false // the common case, decided without decoding
 	}
-	if json.Unmarshal(data, &m) != nil || len(m.ID) == 0 || bytes.Equal(m.ID, []byte("null")) {
+	// Read as the go-sdk reads it (member names case-sensitively), never
+	// as encoding/json, which folds "paramſ" into params.
+	dec := segjson.NewDecoder(bytes.NewReader(data))
+	dec.DontMatchCaseInsensitiveStructFields()
+	if dec.Decode(&m) != nil || len(m.ID) == 0 || bytes.Equal(m.ID, []byte("null")) {
 		return m, nil, false
 	}
 	switch m.Method {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 
 	"github.com/fleetgate/fleetgate/pkg/events"
@@ -302,5 +303,34 @@ func TestTasksMoveWithSession(t *testing.T) {
 	moved.ok("tasks/list", nil, &tl)
 	if len(tl.Tasks) != 1 || tl.Tasks[0].TaskID != "alpha/t-1" || tl.Tasks[0].Status != "completed" {
 		t.Fatalf("tasks/list on edge b: %+v", tl)
+	}
+}
+
+// A task-augmented call is recorded in the call trail like any call: the
+// tool, its backend's own name, the outcome; a refused one (a tool no
+// backend serves) too.
+func TestTaskCallsInTrail(t *testing.T) {
+	f := newSharedFleet(t)
+	trail, err := calltrail.Open(t.Context(), f.js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha := startTaskBackend(t, "alpha")
+	addTaskBackend(f.fleet, alpha)
+	e := startEdge(t, f.fleet, &Options{CallTrail: trail})
+	eventually(t, 10*time.Second, "alpha served", func() bool { _, ok := e.current().Catalog.Tool("alpha_slow"); return ok })
+	c, _ := openRaw(t, e.MCPURL())
+	var created struct{ Task struct{ TaskID string } }
+	c.ok("tools/call", map[string]any{"name": "alpha_slow", "arguments": map[string]any{"text": "x"}, "task": map[string]any{"ttl": 60000}}, &created)
+	if created.Task.TaskID == "" {
+		t.Fatal("no task made")
+	}
+	c.fails("tools/call", map[string]any{"name": "nobody_slow", "arguments": map[string]any{}, "task": map[string]any{}})
+	got := trailEntries(t, f, trail, 2)
+	if ok := got[0]; ok.Tool != "alpha_slow" || ok.BackendTool != "slow" || ok.Backend != "alpha" || ok.Outcome != calltrail.OutcomeOK {
+		t.Fatalf("entry of the task call %+v", ok)
+	}
+	if bad := got[1]; bad.Tool != "nobody_slow" || bad.Outcome != calltrail.OutcomeError {
+		t.Fatalf("entry of the refused task call %+v", bad)
 	}
 }

@@ -44,7 +44,10 @@ func TestEvalBounded(t *testing.T) {
 		d := p.Decide(s, Item{Kind: KindTool, Name: "x"})
 		took := time.Since(start)
 		t.Logf("%v %v %s", took, d, expr)
-		if took > 500*time.Millisecond {
+		// The bound is CEL's cost limit (an unbounded expression of these
+		// runs for minutes); the time only catches a limit that stopped
+		// applying, with room for a loaded machine under -race.
+		if took > 5*time.Second {
 			t.Errorf("%s took %v", expr, took)
 		}
 	}

@@ -1,14 +1,10 @@
 package admission
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-
-	segjson "github.com/segmentio/encoding/json"
-	"github.com/valyala/fastjson"
 
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
@@ -45,8 +41,11 @@ type Body struct {
 
 // Message is one JSON-RPC message of a body.
 type Message struct {
-	Method string          // "" for a response
-	ID     json.RawMessage // as sent; nil for a notification
+	// Request reports a method member (a request or notification, even of
+	// the method ""); Method is its value.
+	Request bool
+	Method  string
+	ID      json.RawMessage // as sent; nil for a notification
 	// Tool and Args are a tools/call's params.name and params.arguments
 	// (Tool "" when its params have no string name); Tool is the name as
 	// the go-sdk decodes it.
@@ -101,98 +100,37 @@ const (
 	codeInvalidRequest = -32600
 )
 
-var parsers fastjson.ParserPool
-
 // ParseBody parses data (bounded and balanced: mcpwire.Check passed) as
 // the edge decides on it. metaTool names the optimizer's meta-tool whose
-// arguments.tool_name is the tool called ("" for none).
+// arguments.tool_name is the tool called ("" for none). It builds no tree
+// of the body: its cost is the body's length (scan.go).
 func ParseBody(data []byte, maxBatch int, metaTool string) (*Body, error) {
 	if !mcpwire.FastJSONValid(data) {
 		return nil, &bodyError{ReasonMalformedBody, codeParseError, fmt.Errorf("%w: not valid JSON", ErrBadRequest)}
 	}
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(data)
-	if err != nil {
-		return nil, &bodyError{ReasonMalformedBody, codeParseError, fmt.Errorf("%w: %w", ErrBadRequest, err)}
-	}
+	sc := &scanner{data: data}
 	b := &Body{}
-	items := []*fastjson.Value{v}
-	if v.Type() == fastjson.TypeArray {
+	var items [][]byte
+	switch sc.peek() {
+	case '[':
 		b.Batch = true
-		items, _ = v.Array()
+		if !sc.elements(maxBatch, func(raw []byte) { items = append(items, raw) }) {
+			return nil, &bodyError{ReasonBatchTooLarge, codeInvalidRequest,
+				fmt.Errorf("%w: batch of more than %d messages", ErrTooLarge, maxBatch)}
+		}
 		if len(items) == 0 {
 			return nil, &bodyError{ReasonMalformedBody, codeInvalidRequest, fmt.Errorf("%w: empty batch", ErrBadRequest)}
 		}
-		if len(items) > maxBatch {
-			return nil, &bodyError{ReasonBatchTooLarge, codeInvalidRequest,
-				fmt.Errorf("%w: batch of %d messages (at most %d)", ErrTooLarge, len(items), maxBatch)}
-		}
+	default:
+		items = [][]byte{data}
 	}
 	b.Messages = make([]Message, len(items))
-	exact := false
 	for i, it := range items {
-		if err := parseMessage(it, &b.Messages[i], metaTool, &exact); err != nil {
+		if err := parseMessage(it, &b.Messages[i], metaTool); err != nil {
 			return nil, err
 		}
 	}
-	if exact {
-		if err := exactStrings(data, b, metaTool); err != nil {
-			return nil, &bodyError{ReasonMalformedBody, codeParseError, fmt.Errorf("%w: %w", ErrBadRequest, err)}
-		}
-	}
 	return b, nil
-}
-
-// exactStrings reads b's methods and tool names again from data, as the
-// go-sdk decodes them: one of them has escapes or bytes that fastjson
-// unescapes differently (lone surrogates, invalid UTF-8).
-func exactStrings(data []byte, b *Body, metaTool string) error {
-	decode := func(raw []byte, v any) error {
-		dec := segjson.NewDecoder(bytes.NewReader(raw))
-		dec.DontMatchCaseInsensitiveStructFields()
-		return dec.Decode(v)
-	}
-	raws := []json.RawMessage{data}
-	if b.Batch {
-		raws = nil
-		if err := decode(data, &raws); err != nil || len(raws) != len(b.Messages) {
-			return fmt.Errorf("batch: %v", err)
-		}
-	}
-	for i, raw := range raws {
-		var msg struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if err := decode(raw, &msg); err != nil {
-			return fmt.Errorf("message %d: %w", i, err)
-		}
-		m := &b.Messages[i]
-		m.Method = msg.Method
-		if m.Method != "tools/call" || len(msg.Params) == 0 || msg.Params[0] != '{' {
-			continue
-		}
-		var p struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		if err := decode(msg.Params, &p); err != nil {
-			return fmt.Errorf("message %d params: %w", i, err)
-		}
-		m.Tool = p.Name
-		m.Plain = m.Plain && mcpwire.PlainString(m.Tool)
-		if metaTool == "" || m.Tool != metaTool || len(p.Arguments) == 0 || p.Arguments[0] != '{' {
-			continue
-		}
-		var a struct {
-			ToolName string `json:"tool_name"`
-		}
-		if decode(p.Arguments, &a) == nil {
-			m.MetaTool = a.ToolName
-		}
-	}
-	return nil
 }
 
 // envelope are the members of a JSON-RPC message.
@@ -201,20 +139,21 @@ var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error
 // callParams are the members of a tools/call's params the edge reads.
 var callParams = [...]string{"name", "arguments", "_meta", "task"}
 
-// members visits o's members, refusing one of names sent twice or under
-// another case; fn sees each member with its index in names (-1 for any
-// other).
-func members(o *fastjson.Object, where string, names []string, fn func(i int, k []byte, v *fastjson.Value)) error {
+// members visits the members of the object raw, refusing one of names
+// sent twice or under another case (as Unicode folds it: encoding/json
+// matches "paramſ" to params); fn sees each member with its index in names
+// (-1 for any other).
+func members(raw []byte, where string, names []string, fn func(i int, v []byte)) error {
 	var seen uint32
 	var err error
-	o.Visit(func(k []byte, v *fastjson.Value) {
+	(&scanner{data: raw}).members(func(k string, v []byte) {
 		idx := -1
 		for i, n := range names {
-			if string(k) == n {
+			if k == n {
 				idx = i
 				break
 			}
-			if err == nil && len(k) == len(n) && strings.EqualFold(string(k), n) {
+			if err == nil && strings.EqualFold(k, n) {
 				err = &bodyError{ReasonAmbiguousBody, codeInvalidRequest,
 					fmt.Errorf("%w: member %q of %s also sent as %q", ErrAmbiguous, k, where, n)}
 			}
@@ -226,21 +165,19 @@ func members(o *fastjson.Object, where string, names []string, fn func(i int, k 
 			}
 			seen |= 1 << idx
 		}
-		fn(idx, k, v)
+		fn(idx, v)
 	})
 	return err
 }
 
-// parseMessage reads one message of a body into m; exact is set when a
-// string of it is to be read again as the go-sdk reads it.
-func parseMessage(v *fastjson.Value, m *Message, metaTool string, exact *bool) error {
-	o, err := v.Object()
-	if err != nil {
+// parseMessage reads one message of a body into m.
+func parseMessage(raw []byte, m *Message, metaTool string) error {
+	if kind(raw) != '{' {
 		return &bodyError{ReasonMalformedBody, codeInvalidRequest, fmt.Errorf("%w: a message is not an object", ErrBadRequest)}
 	}
-	var id, method, params, version *fastjson.Value
+	var id, method, params, version []byte
 	extra := false
-	err = members(o, "the message", envelope[:], func(i int, _ []byte, v *fastjson.Value) {
+	err := members(raw, "the message", envelope[:], func(i int, v []byte) {
 		switch i {
 		case 0:
 			version = v
@@ -257,32 +194,27 @@ func parseMessage(v *fastjson.Value, m *Message, metaTool string, exact *bool) e
 	if err != nil {
 		return err
 	}
-	if method != nil {
-		if method.Type() != fastjson.TypeString {
+	if m.Request = method != nil; m.Request {
+		if kind(method) != '"' {
 			return &bodyError{ReasonMalformedBody, codeInvalidRequest, fmt.Errorf("%w: method is not a string", ErrBadRequest)}
 		}
-		m.Method = plainString(method, exact)
+		m.Method = decodeString(method)
 	}
-	if id != nil && id.Type() != fastjson.TypeNull {
-		m.ID = id.MarshalTo(nil)
+	if id != nil && kind(id) != 'n' {
+		m.ID = id
 	}
-	m.Plain = !extra && version != nil && version.Type() == fastjson.TypeString && string(version.GetStringBytes()) == "2.0" &&
-		method != nil && params != nil && params.Type() == fastjson.TypeObject
+	m.Plain = !extra && string(version) == `"2.0"` && method != nil && kind(params) == '{'
 	switch m.Method {
 	case "tools/call":
-		return parseCall(params, m, metaTool, exact)
+		return parseCall(params, m, metaTool)
 	case "notifications/cancelled":
 		m.Plain = m.Plain && id == nil
-		if params != nil && params.Type() == fastjson.TypeObject {
-			var reqID *fastjson.Value
-			params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-				if string(k) == "requestId" { // the last, as the go-sdk reads it
-					reqID = v
+		if kind(params) == '{' {
+			(&scanner{data: params}).members(func(k string, v []byte) {
+				if k == "requestId" { // the last, as the go-sdk reads it
+					m.CancelID = v
 				}
 			})
-			if reqID != nil {
-				m.CancelID = reqID.MarshalTo(nil)
-			}
 		}
 		m.Plain = m.Plain && ValidID(m.CancelID)
 	default:
@@ -292,21 +224,21 @@ func parseMessage(v *fastjson.Value, m *Message, metaTool string, exact *bool) e
 }
 
 // parseCall reads a tools/call's params into m.
-func parseCall(params *fastjson.Value, m *Message, metaTool string, exact *bool) error {
+func parseCall(params []byte, m *Message, metaTool string) error {
 	m.Plain = m.Plain && m.ID != nil && ValidID(m.ID)
-	if params == nil || params.Type() != fastjson.TypeObject {
+	if kind(params) != '{' {
 		m.Plain = false
 		return nil // the go-sdk refuses it: nothing is called
 	}
-	var name, args *fastjson.Value
-	err := members(params.GetObject(), "tools/call params", callParams[:], func(i int, _ []byte, v *fastjson.Value) {
+	var name, args []byte
+	err := members(params, "tools/call params", callParams[:], func(i int, v []byte) {
 		switch i {
 		case 0:
 			name = v
 		case 1:
 			args = v
 		case 3:
-			m.Task = v.Type() != fastjson.TypeNull
+			m.Task = kind(v) != 'n'
 			m.Plain = false
 		default:
 			m.Plain = false
@@ -315,34 +247,23 @@ func parseCall(params *fastjson.Value, m *Message, metaTool string, exact *bool)
 	if err != nil {
 		return err
 	}
-	if name != nil && name.Type() == fastjson.TypeString {
-		m.Tool = plainString(name, exact)
+	if kind(name) == '"' {
+		m.Tool = decodeString(name)
 	}
-	m.Plain = m.Plain && name != nil && name.Type() == fastjson.TypeString && m.Tool != "" &&
-		mcpwire.PlainString(m.Tool) && string(name.GetStringBytes()) == m.Tool
+	m.Plain = m.Plain && kind(name) == '"' && m.Tool != "" && mcpwire.PlainString(m.Tool) &&
+		string(name[1:len(name)-1]) == m.Tool
 	if args != nil {
-		m.Plain = m.Plain && args.Type() == fastjson.TypeObject
-		m.Args = args.MarshalTo(nil)
+		m.Plain = m.Plain && kind(args) == '{'
+		m.Args = args
 	}
-	if metaTool == "" || m.Tool != metaTool || args == nil || args.Type() != fastjson.TypeObject {
+	if metaTool == "" || m.Tool != metaTool || kind(args) != '{' {
 		return nil
 	}
-	return members(args.GetObject(), metaTool+" arguments", []string{"tool_name"}, func(i int, _ []byte, v *fastjson.Value) {
-		if i == 0 && v.Type() == fastjson.TypeString {
-			m.MetaTool = plainString(v, exact)
+	return members(args, metaTool+" arguments", []string{"tool_name"}, func(i int, v []byte) {
+		if i == 0 && kind(v) == '"' {
+			m.MetaTool = decodeString(v)
 		}
 	})
-}
-
-// plainString is a JSON string value, and sets exact when its bytes are
-// not plain (fastjson's unescaping differs from the go-sdk's decoder's on
-// invalid UTF-8 and lone surrogates: exactStrings reads it again).
-func plainString(v *fastjson.Value, exact *bool) string {
-	raw := v.GetStringBytes()
-	if !mcpwire.PlainString(string(raw)) {
-		*exact = true
-	}
-	return string(raw)
 }
 
 // ValidID reports whether id is a JSON-RPC request id the edge echoes

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestParseBody(t *testing.T) {
 		{"batch of a number", `[1]`, ReasonMalformedBody, 0, "", false},
 		{"not JSON", `{"jsonrpc":`, ReasonMalformedBody, 0, "", false},
 		{"method a number", `{"jsonrpc":"2.0","id":1,"method":7}`, ReasonMalformedBody, 0, "", false},
-		{"escaped name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\u005fecho"}}`, "", 1, "a_echo", true},
+		{"escaped name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\u005fecho"}}`, "", 1, "a_echo", false}, // escaped: the go-sdk serves it
 		{"name with a lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\ud800"}}`, "", 1, "a\ufffd", false},
 		{"notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}`, "", 0, "t", false},
 		{"cancel", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, "", 0, "", true},
@@ -144,7 +145,7 @@ func sdkView(data []byte) (msgs []string, ok bool) {
 func gateView(b *Body) []string {
 	var msgs []string
 	for _, m := range b.Messages {
-		if m.Method == "" {
+		if !m.Request {
 			msgs = append(msgs, "response")
 			continue
 		}
@@ -208,4 +209,45 @@ func FuzzBodyDecision(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A body of millions of values costs its length: the gate's parse builds
+// no tree of it (fastjson's tree of a 4 MiB array of zeros took a
+// gigabyte), and a batch over the bound is refused before its elements
+// are read.
+func TestParseBodyLarge(t *testing.T) {
+	zeros := strings.Repeat("0,", 2<<20) + "0"
+	for _, body := range []string{
+		"[" + zeros + "]",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":[` + zeros + `]}}}`,
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b, err := ParseBody([]byte(body), DefaultMaxBatch, "")
+		runtime.ReadMemStats(&after)
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 2*uint64(len(body)) {
+			t.Errorf("parsing %d bytes allocated %d", len(body), grown)
+		}
+		if body[0] == '[' {
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("batch of 2M: %v", err)
+			}
+		} else if err != nil || b.Messages[0].Tool != "t" || len(b.Messages[0].Args) < len(zeros) {
+			t.Errorf("large call: %v", err)
+		}
+	}
+}
+
+// "paramſ" folds to params as encoding/json matches member names: refused
+// (the task reader once read it as params, the go-sdk not at all).
+func TestParseBodyUnicodeFold(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","task":{}},"paramſ":{"name":"b","task":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","tasK":{}}}`,
+	} {
+		if _, err := ParseBody([]byte(body), DefaultMaxBatch, ""); !errors.Is(err, ErrAmbiguous) {
+			t.Errorf("%s: %v, want ambiguous", body, err)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,8 +50,11 @@ func (pl *Plane) TaskCall(ctx context.Context, s *session.Session, x *mcp.Reques
 	if json.Unmarshal(params["name"], &name) != nil || name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: no tool name"}
 	}
-	rt, err := pl.Resolve(Call{Session: s, Ident: pl.IdentityOf(x), TokenInfo: TokenInfoOf(x), Name: name})
+	start := time.Now()
+	c := Call{Session: s, Ident: pl.IdentityOf(x), TokenInfo: TokenInfoOf(x), Name: name, Args: params["arguments"]}
+	rt, err := pl.Resolve(c)
 	if err != nil {
+		pl.trail(c, rt, start, nil, err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, ErrUnavailable)}
 	}
 	if pl.o.View().ToolExecutions().TaskSupport(name) == "" {
@@ -71,6 +75,7 @@ func (pl *Plane) TaskCall(ctx context.Context, s *session.Session, x *mcp.Reques
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params not encodable"}
 	}
 	raw, err := pl.o.Pool.Request(ctx, rt.Tool.Backend, rt.Config, "tools/call", body, nil)
+	pl.trail(c, rt, start, raw, err) // a task made, or the backend's answer to the call
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
@@ -249,4 +254,17 @@ func (pl *Plane) tasksChanged(s *session.Session) {
 	if pl.o.TasksChanged != nil {
 		pl.o.TasksChanged(s)
 	}
+}
+
+// trail records a task-augmented call in the call trail (when one is
+// kept): raw is what the backend answered, failure why it failed.
+func (pl *Plane) trail(c Call, rt Route, start time.Time, raw json.RawMessage, failure error) {
+	if pl.o.Trail == nil {
+		return
+	}
+	reply := backend.Reply{Raw: raw}
+	if failure == nil && raw == nil {
+		reply.Raw = json.RawMessage(`{}`)
+	}
+	pl.Audit(c, rt, start, &reply, failure)
 }
