@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/config"
@@ -246,9 +247,34 @@ func (c *Controller) publishStatuses(core *Core) {
 		counts[s]++
 	}
 	c.mu.Lock()
+	prev := c.statuses
 	c.statuses = st
 	c.mu.Unlock()
 	c.metrics.backendsByStatus(counts)
+	c.logTransitions(prev, st)
+}
+
+// logTransitions writes one line for every backend whose status changed
+// between two publications: warn when it became unhealthy or
+// unauthenticated, info else. A backend new to the term (added, or the
+// term just began) is not a change.
+func (c *Controller) logTransitions(prev, next map[BackendKey]liveStatus) {
+	var changed []BackendKey
+	for k, now := range next {
+		if was, ok := prev[k]; ok && was.status != now.status {
+			changed = append(changed, k)
+		}
+	}
+	slices.SortFunc(changed, func(a, b BackendKey) int { return cmpString(a.String(), b.String()) })
+	for _, k := range changed {
+		was, now := prev[k], next[k]
+		ev := c.zl.Info()
+		if now.status == health.Unhealthy || now.status == health.Unauthenticated {
+			ev = c.zl.Warn()
+		}
+		ev.Str("backend", k.String()).Str("from", string(was.status)).Str("to", string(now.status)).
+			Str("reason", now.reason).Msg("backend status changed")
+	}
 }
 
 // submit sends a membership change to the leader's loop.
