@@ -171,7 +171,8 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 	}
 	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport, Headers: headers, AllowLinkLocal: body.AllowLinkLocal,
 		Tools: body.Tools, Prompts: body.Prompts, Resources: body.Resources}
-	err = c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
+	err = c.submitAdmin(r.Context(), adminChange{ref: config.BackendRef{Group: group, Name: name}, what: "PUT " + group + "/" + name,
+		apply: func(f *config.Fleet) error { return f.Put(group, b) }})
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
 		return
@@ -189,7 +190,8 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 
 func (c *Controller) deleteBackend(w http.ResponseWriter, r *http.Request) {
 	group, name := r.PathValue("group"), r.PathValue("name")
-	err := c.submit(r.Context(), func(f *config.Fleet) error { return f.Delete(group, name) })
+	err := c.submitAdmin(r.Context(), adminChange{ref: config.BackendRef{Group: group, Name: name}, what: "DELETE " + group + "/" + name,
+		apply: func(f *config.Fleet) error { return f.Delete(group, name) }})
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("DELETE backend %s/%s: %w", group, name, err))
 		return

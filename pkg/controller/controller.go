@@ -72,8 +72,13 @@ type Controller struct {
 
 	cmds chan command
 
-	mu       sync.Mutex
-	fleet    *config.Fleet
+	mu    sync.Mutex
+	fleet *config.Fleet
+	// file is the config file as last loaded (Options.Fleet, then each
+	// reload's); admin the changes the admin API made since, kept across
+	// reloads (reload.go).
+	file     *config.Fleet
+	admin    []adminChange
 	leading  bool
 	statuses map[BackendKey]liveStatus
 	views    map[string]viewCache // by group, see groupView
@@ -89,7 +94,7 @@ func New(o Options) (*Controller, error) {
 	if o.Fleet == nil || o.JetStream == nil || o.Log == nil || o.OutboxDir == "" || o.ID == "" {
 		return nil, errors.New("controller: ID, Fleet, JetStream, Log and OutboxDir are required")
 	}
-	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(),
+	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(), file: o.Fleet.Clone(),
 		statuses: map[BackendKey]liveStatus{}}
 	if o.Logger != nil {
 		c.zl = *o.Logger
