@@ -119,6 +119,9 @@ func (w *bucketWatch) follow(ctx context.Context, ready func(), on func(bucketUp
 	}
 	updates := make(chan bucketUpdate, 256)
 	failed := make(chan error, 1)
+	// over ends the handler's sends once this consumer is given up.
+	over := make(chan struct{})
+	defer close(over)
 	fail := func(err error) {
 		select {
 		case failed <- err:
@@ -161,7 +164,7 @@ func (w *bucketWatch) follow(ctx context.Context, ready func(), on func(bucketUp
 		}
 		select {
 		case updates <- u:
-		case <-ctx.Done():
+		case <-over:
 		}
 	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) {
