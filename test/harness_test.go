@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/config"
 	"github.com/fleetgate/fleetgate/pkg/controller"
@@ -75,6 +76,12 @@ type ctl struct {
 
 func startController(t testing.TB, natsURL, id, yaml string) *ctl {
 	t.Helper()
+	return startControllerLogged(t, natsURL, id, yaml, nil)
+}
+
+// startControllerLogged is startController logging to logger (nil: no log).
+func startControllerLogged(t testing.TB, natsURL, id, yaml string, logger *zerolog.Logger) *ctl {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fleet.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
@@ -92,7 +99,7 @@ func startController(t testing.TB, natsURL, id, yaml string) *ctl {
 	}
 	reg := prometheus.NewRegistry()
 	c, err := controller.New(controller.Options{ID: id, Fleet: fleet, ConfigPath: path, JetStream: js, Log: lg,
-		OutboxDir: filepath.Join(dir, "outbox"), LeaseTTL: time.Second, Registerer: reg})
+		OutboxDir: filepath.Join(dir, "outbox"), LeaseTTL: time.Second, Registerer: reg, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

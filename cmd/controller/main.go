@@ -44,9 +44,10 @@ import (
 )
 
 type options struct {
-	configPath, dataDir, natsURL, natsListen, adminListen, id, logFormat string
-	replicas                                                             int
-	leaseTTL                                                             time.Duration
+	configPath, dataDir, natsURL, natsListen, adminListen, id string
+	replicas                                                  int
+	log                                                       cmdline.LogFlags
+	leaseTTL                                                  time.Duration
 	// adminToken is the content of --admin-token-file (nil: no token);
 	// adminHosts the entries of --admin-allowed-hosts.
 	adminToken []byte
@@ -95,7 +96,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:8081", "admin HTTP API")
 	fs.StringVar(&o.id, "id", host, "instance id, used for leader election between controllers")
-	fs.StringVar(&o.logFormat, "log-format", "", "console or json (default console on a terminal, else json)")
+	o.log.Define(fs)
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the event stream and buckets: 1 on one node, 3 on a cluster (extension)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 6*time.Second, "leader lease TTL; a standby takes over within twice this (extension)")
 	o.nats.flags(fs)
@@ -136,7 +137,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 			return nil, err
 		}
 	}
-	return o, cmdline.CheckLogFormat(o.logFormat)
+	return o, o.log.Check()
 }
 
 // connectNATS connects to --nats-url, or starts the embedded node. It
@@ -210,7 +211,7 @@ func sessionBucket(ctx context.Context, js jetstream.JetStream, zl zerolog.Logge
 }
 
 func run(o *options, fleet *config.Fleet) error {
-	zl := cmdline.Logger(o.logFormat, os.Stderr).With().Str("controller", o.id).Logger()
+	zl := o.log.Logger(os.Stderr).With().Str("controller", o.id).Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// SIGHUP reloads the config; taken from the start, so that one sent

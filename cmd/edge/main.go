@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -43,14 +44,17 @@ import (
 
 type config struct {
 	// stdio are --stdio-commands, --stdio-max-processes, --stdio-grace.
-	stdio                                                               stdio.Flags
-	natsURL, listen, adminListen, group, mode, id, logFormat, separator string
-	coalesce, callTimeout, shutdownTimeout, sessionTimeout              time.Duration
-	pinned                                                              []string
-	sessions                                                            sessionConfig
-	limits                                                              limitConfig
-	access                                                              accessConfig
-	nats                                                                natsAccess
+	stdio                                                    stdio.Flags
+	natsURL, listen, adminListen, group, mode, id, separator string
+	coalesce, callTimeout, shutdownTimeout, sessionTimeout   time.Duration
+	pinned                                                   []string
+	log                                                      cmdline.LogFlags
+	// logTo receives the log; nil: standard error.
+	logTo    io.Writer
+	sessions sessionConfig
+	limits   limitConfig
+	access   accessConfig
+	nats     natsAccess
 	// region is --region: the edge follows FLEETGATE_EVENTS_<REGION>;
 	// "" the single-region log.
 	region string
@@ -94,7 +98,7 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 	fs.StringVar(&c.group, "group", "default", "backend group whose tools this edge serves")
 	fs.StringVar(&c.mode, "mode", "passthrough", "passthrough or optimizer")
 	fs.StringVar(&c.id, "id", "", "edge instance id (default hostname plus a random suffix)")
-	fs.StringVar(&c.logFormat, "log-format", "", "console or json (default console on a terminal, else json)")
+	c.log.Define(fs)
 	fs.StringVar(&c.region, "region", "", "the edge's region: it follows that region's event log (FLEETGATE_EVENTS_<REGION>) in its own region's NATS; empty: a single-region fleet (extension)")
 	fs.StringVar(&c.separator, "separator", "_", "exposed-name separator used only for a group whose naming the event log does not carry yet (a log older than naming_changed events); otherwise the log's aggregation.separator wins (extension)")
 	fs.DurationVar(&c.coalesce, "coalesce", 250*time.Millisecond, "resync coalescing window: the first change after a quiet period is applied at once, later ones within the window together at its end; a withdrawal at once (extension)")
@@ -127,8 +131,8 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 		return nil, errors.New("flags -region and -regions: give one (-regions names the edge's own region too)")
 	case c.mode != edge.ModePassthrough && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -mode: want passthrough or optimizer", c.mode)
-	case cmdline.CheckLogFormat(c.logFormat) != nil:
-		return nil, cmdline.CheckLogFormat(c.logFormat)
+	case c.log.Check() != nil:
+		return nil, c.log.Check()
 	case len(c.pinned) > 0 && c.mode != edge.ModeOptimizer:
 		return nil, fmt.Errorf("invalid value %q for flag -pinned-tools: pinned tools need -mode optimizer", pinned)
 	case c.region != "" && region.CheckName(c.region) != nil:
@@ -165,7 +169,11 @@ func parse(args []string, getenv func(string) string) (*config, error) {
 
 // run serves until ctx ends.
 func run(ctx context.Context, c *config) error {
-	log := cmdline.Logger(c.logFormat, os.Stderr)
+	var out io.Writer = os.Stderr
+	if c.logTo != nil {
+		out = c.logTo
+	}
+	log := c.log.Logger(out)
 	copts, err := c.nats.options(log, nats.Name("fleetgate-edge-"+c.id), nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {

@@ -194,7 +194,8 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
 		return
 	}
-	err = c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
+	err = c.submitAdmin(r.Context(), adminChange{ref: config.BackendRef{Group: group, Name: name}, what: "PUT " + group + "/" + name,
+		apply: func(f *config.Fleet) error { return f.Put(group, b) }})
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
 		return
@@ -210,7 +211,8 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 
 func (c *Controller) deleteBackend(w http.ResponseWriter, r *http.Request) {
 	group, name := r.PathValue("group"), r.PathValue("name")
-	err := c.submit(r.Context(), func(f *config.Fleet) error { return f.Delete(group, name) })
+	err := c.submitAdmin(r.Context(), adminChange{ref: config.BackendRef{Group: group, Name: name}, what: "DELETE " + group + "/" + name,
+		apply: func(f *config.Fleet) error { return f.Delete(group, name) }})
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("DELETE backend %s/%s: %w", group, name, err))
 		return

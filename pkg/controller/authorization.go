@@ -46,8 +46,8 @@ func (c *Controller) getAuthorization(w http.ResponseWriter, _ *http.Request) {
 // body (the section as JSON). A section that does not validate or compile
 // is a 400 naming the rule; the answer is the generation of the
 // policy_changed event (the current one when nothing changed). Like a
-// backend PUT, the change lasts until the next reload or restart reads
-// the config file again.
+// backend PUT, the change survives a reload unless the reloaded file
+// changed the authorization too, and lasts until the controller restarts.
 func (c *Controller) putAuthorization(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, policy.MaxSectionBytes))
 	if err != nil {
@@ -68,7 +68,8 @@ func (c *Controller) deleteAuthorization(w http.ResponseWriter, r *http.Request)
 }
 
 func (c *Controller) setAuthorization(w http.ResponseWriter, r *http.Request, method string, sec *policy.Section) {
-	err := c.submit(r.Context(), func(f *config.Fleet) error { return f.SetAuthorization(sec) })
+	err := c.submitAdmin(r.Context(), adminChange{what: method + " authorization",
+		apply: func(f *config.Fleet) error { return f.SetAuthorization(sec) }})
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("%s authorization: %w", method, err))
 		return

@@ -79,8 +79,13 @@ type Controller struct {
 
 	cmds chan command
 
-	mu       sync.Mutex
-	fleet    *config.Fleet
+	mu    sync.Mutex
+	fleet *config.Fleet
+	// file is the config file as last loaded (Options.Fleet, then each
+	// reload's); admin the changes the admin API made since, kept across
+	// reloads (reload.go).
+	file     *config.Fleet
+	admin    []adminChange
 	leading  bool
 	statuses map[BackendKey]liveStatus
 	views    map[string]viewCache // by group, see groupView
@@ -99,7 +104,7 @@ func New(o Options) (*Controller, error) {
 	if err := checkStdio(o.Stdio, o.Fleet); err != nil {
 		return nil, fmt.Errorf("controller %s: %w", o.ID, err)
 	}
-	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(),
+	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(), file: o.Fleet.Clone(),
 		statuses: map[BackendKey]liveStatus{}}
 	if o.Logger != nil {
 		c.zl = *o.Logger

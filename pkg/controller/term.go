@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/config"
@@ -16,7 +17,9 @@ import (
 // command is a membership change sent to the leader's loop.
 type command struct {
 	apply func(f *config.Fleet) error
-	reply chan error
+	// commit, when set, runs under c.mu once apply's fleet is in force.
+	commit func()
+	reply  chan error
 	// refresh, instead of apply, selects the backends to probe and
 	// rediscover now; refreshed gets how many were.
 	refresh   func(BackendKey) bool
@@ -180,6 +183,9 @@ func (c *Controller) applyCommand(cmd command) error {
 		return err
 	}
 	c.fleet = next
+	if cmd.commit != nil {
+		cmd.commit()
+	}
 	return nil
 }
 
@@ -246,17 +252,52 @@ func (c *Controller) publishStatuses(core *Core) {
 		counts[s]++
 	}
 	c.mu.Lock()
+	prev := c.statuses
 	c.statuses = st
 	c.mu.Unlock()
 	c.metrics.backendsByStatus(counts)
+	c.logTransitions(prev, st)
+}
+
+// logTransitions writes one line for every backend whose status changed
+// between two publications: warn when it became unhealthy or
+// unauthenticated, info else. A backend new to the term (added, or the
+// term just began) is not a change.
+func (c *Controller) logTransitions(prev, next map[BackendKey]liveStatus) {
+	var changed []BackendKey
+	for k, now := range next {
+		if was, ok := prev[k]; ok && was.status != now.status {
+			changed = append(changed, k)
+		}
+	}
+	slices.SortFunc(changed, func(a, b BackendKey) int { return cmpString(a.String(), b.String()) })
+	for _, k := range changed {
+		was, now := prev[k], next[k]
+		ev := c.zl.Info()
+		if now.status == health.Unhealthy || now.status == health.Unauthenticated {
+			ev = c.zl.Warn()
+		}
+		ev.Str("backend", k.String()).Str("from", string(was.status)).Str("to", string(now.status)).
+			Str("reason", now.reason).Msg("backend status changed")
+	}
 }
 
 // submit sends a membership change to the leader's loop.
 func (c *Controller) submit(ctx context.Context, apply func(f *config.Fleet) error) error {
+	return c.submitCommand(ctx, command{apply: apply})
+}
+
+// submitAdmin sends the admin API's change a, which is then kept across
+// reloads (reload.go).
+func (c *Controller) submitAdmin(ctx context.Context, a adminChange) error {
+	return c.submitCommand(ctx, command{apply: a.apply, commit: func() { c.admin = remember(c.admin, a) }})
+}
+
+func (c *Controller) submitCommand(ctx context.Context, cmd command) error {
 	if !c.Leading() {
 		return ErrNotLeader
 	}
-	cmd := command{apply: apply, reply: make(chan error, 1)}
+	cmd.reply = make(chan error, 1)
 	select {
 	case c.cmds <- cmd:
 	case <-ctx.Done():
@@ -297,7 +338,11 @@ func (c *Controller) Refresh(ctx context.Context, keep func(BackendKey) bool) (i
 // ErrNotLeader is returned for changes sent to a standby.
 var ErrNotLeader = errors.New("this controller is not the leader")
 
-// Reload re-reads the config file and applies the membership diff (SIGHUP).
+// Reload re-reads the config file (SIGHUP) and applies what changed in
+// it since it was last loaded; the changes the admin API made since stay,
+// but for those whose backend (or authorization) the file changed too:
+// the file wins (reload.go). It logs every backend it adds, removes or
+// changes, every admin change it keeps and every one it drops.
 func (c *Controller) Reload(ctx context.Context) error {
 	if c.opts.ConfigPath == "" {
 		return errors.New("reload: no config path")
@@ -309,16 +354,42 @@ func (c *Controller) Reload(ctx context.Context) error {
 	if err := checkStdio(c.opts.Stdio, f); err != nil {
 		return fmt.Errorf("reload %s: %w", c.opts.ConfigPath, err)
 	}
+	var (
+		before *config.Fleet
+		r      rebased
+	)
+	prepare := func(cur *config.Fleet) {
+		before = cur.Clone()
+		r = rebase(c.file, f, c.admin)
+	}
+	commit := func() { c.file, c.admin = f, r.kept }
 	if !c.Leading() {
 		c.mu.Lock()
-		c.fleet = f
+		prepare(c.fleet)
+		c.fleet = r.fleet
+		commit()
 		c.mu.Unlock()
-		return nil
+	} else {
+		// apply and commit run under c.mu, in the leader's loop.
+		err = c.submitCommand(ctx, command{apply: func(cur *config.Fleet) error {
+			prepare(cur)
+			*cur = *r.fleet
+			return nil
+		}, commit: commit})
+		if err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
 	}
-	return c.submit(ctx, func(cur *config.Fleet) error {
-		*cur = *f
-		return nil
-	})
+	for _, m := range membershipChanges(before, r.fleet) {
+		c.zl.Info().Str("backend", refString(m.ref)).Str("config", c.opts.ConfigPath).Msg("reload " + m.verb + " backend")
+	}
+	for _, a := range r.kept {
+		c.zl.Info().Str("change", a.what).Msg("reload keeps an admin API change")
+	}
+	for _, d := range r.dropped {
+		c.zl.Warn().Str("change", d.what).Str("reason", d.why).Msg("reload drops an admin API change")
+	}
+	return nil
 }
 
 // changeAges records the age of the changes of events just stored in the

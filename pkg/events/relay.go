@@ -290,7 +290,7 @@ func (r *Relay) retry(ctx context.Context, op string, f func(context.Context) er
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.zl.Warn().Err(err).Str("op", op).Dur("retry_in", delay).Msg("event log unavailable; events stay in the outbox")
+		r.zl.Warn().Err(err).Str("op", op).Dur("retry_in", delay.Round(time.Millisecond)).Msg("event log unavailable; events stay in the outbox")
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

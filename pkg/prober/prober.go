@@ -280,7 +280,7 @@ func (p *Prober) Run(ctx context.Context) error {
 			var ce *connectError
 			errors.As(err, &ce)
 			wait := rt.next(time.Now())
-			p.log.Debug().Err(err).Dur("retry_in", wait).Msg("backend connect failed")
+			p.log.Debug().Err(err).Dur("retry_in", wait.Round(time.Millisecond)).Msg("backend connect failed")
 			p.report(ce.result, 0, ce.reason)
 			if !p.wait(ctx, wait) {
 				break

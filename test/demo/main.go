@@ -4,22 +4,28 @@
 // stops everything on Ctrl-C (or SIGTERM), waiting for every child.
 // It refuses to start when any port it listens on is taken, and stops
 // the fleet with an error when the controller or the edge exits early.
+// Every address can be set by a flag, or all ports moved at once by
+// --port-offset; --help lists them.
 //
 //	go run ./test/demo            # what `make run` does (after building bin/)
+//	go run ./test/demo --port-offset 100   # 9201, 9202, 4322, 8181, 8180, 8182
 //	go run ./test/demo backend --name alpha --listen 127.0.0.1:9101
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,10 +41,89 @@ func main() {
 		}
 		return
 	}
-	if err := fleet(); err != nil {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(2)
+	}
+	if err := fleet(o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
+}
+
+// options are the demo's flags: where each process listens, the
+// binaries and the config.
+type options struct {
+	alpha, beta, nats, controllerAdmin, edge, edgeAdmin string
+	bin, config, pidFile                                string
+}
+
+// defaultConfig is the demo's own fleet config, whose backend URLs the
+// demo rewrites when the backends listen elsewhere.
+var defaultConfig = filepath.Join("test", "demo", "fleet.yaml")
+
+// Default addresses (fleet.yaml names the backends').
+const (
+	defaultAlpha = "127.0.0.1:9101"
+	defaultBeta  = "127.0.0.1:9102"
+)
+
+// parseFlags reads the flags; --help (or -h) prints the usage to usage
+// and returns flag.ErrHelp.
+func parseFlags(args []string, usage io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.Usage = func() {
+		fmt.Fprintf(usage, `Usage: demo [flags]
+       demo backend --name NAME --listen ADDR
+
+Starts a fleet on this machine: demo backends alpha and beta, a controller
+with embedded NATS, and an edge; prints the MCP URL; Ctrl-C stops it all.
+The binaries are taken from -bin (make run builds them into bin/).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	offset := fs.Int("port-offset", 0, "add this to every default port (e.g. 100: alpha on :9201, the MCP endpoint on :8180); flags given explicitly are taken as they are")
+	fs.StringVar(&o.alpha, "alpha-listen", defaultAlpha, "demo backend alpha")
+	fs.StringVar(&o.beta, "beta-listen", defaultBeta, "demo backend beta")
+	fs.StringVar(&o.nats, "nats-listen", "127.0.0.1:4222", "the controller's embedded NATS")
+	fs.StringVar(&o.controllerAdmin, "controller-admin-listen", "127.0.0.1:8081", "the controller's admin API and dashboard")
+	fs.StringVar(&o.edge, "edge-listen", "127.0.0.1:8080", "the edge's MCP endpoint (clients connect to http://ADDR/mcp)")
+	fs.StringVar(&o.edgeAdmin, "edge-admin-listen", "127.0.0.1:8082", "the edge's admin API")
+	fs.StringVar(&o.bin, "bin", envOr("FLEETGATE_DEMO_BIN", "bin"), "directory of the controller and edge binaries (env FLEETGATE_DEMO_BIN)")
+	fs.StringVar(&o.config, "config", envOr("FLEETGATE_DEMO_CONFIG", defaultConfig), "fleet config; the demo's own has its backend URLs set to -alpha-listen and -beta-listen (env FLEETGATE_DEMO_CONFIG)")
+	fs.StringVar(&o.pidFile, "pid-file", os.Getenv("FLEETGATE_DEMO_PIDFILE"), "write \"name pid\" lines of the children here once they run (env FLEETGATE_DEMO_PIDFILE)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, addr := range map[string]*string{"alpha-listen": &o.alpha, "beta-listen": &o.beta, "nats-listen": &o.nats,
+		"controller-admin-listen": &o.controllerAdmin, "edge-listen": &o.edge, "edge-admin-listen": &o.edgeAdmin} {
+		host, port, err := net.SplitHostPort(*addr)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			return nil, fmt.Errorf("invalid value %q for flag -%s: want HOST:PORT", *addr, name)
+		}
+		if !given[name] && *offset != 0 {
+			n += *offset
+		}
+		if n < 1 || n > 65535 {
+			return nil, fmt.Errorf("flag -%s: port %d out of range (check -port-offset)", name, n)
+		}
+		*addr = net.JoinHostPort(host, strconv.Itoa(n))
+	}
+	return o, nil
 }
 
 func backend(args []string) error {
@@ -62,13 +147,15 @@ func backend(args []string) error {
 // listenAddrs are every address the demo fleet listens on, checked
 // before anything starts: the two backends, the embedded NATS, the
 // controller's admin API, the edge's MCP endpoint and its admin API.
-var listenAddrs = []struct{ addr, who string }{
-	{"127.0.0.1:9101", "demo backend alpha"},
-	{"127.0.0.1:9102", "demo backend beta"},
-	{"127.0.0.1:4222", "controller embedded NATS (--nats-listen)"},
-	{"127.0.0.1:8081", "controller admin API (--admin-listen)"},
-	{"127.0.0.1:8080", "edge MCP endpoint (--listen)"},
-	{"127.0.0.1:8082", "edge admin API (--admin-listen)"},
+func (o *options) listenAddrs() []struct{ addr, who string } {
+	return []struct{ addr, who string }{
+		{o.alpha, "demo backend alpha (-alpha-listen)"},
+		{o.beta, "demo backend beta (-beta-listen)"},
+		{o.nats, "controller embedded NATS (-nats-listen)"},
+		{o.controllerAdmin, "controller admin API (-controller-admin-listen)"},
+		{o.edge, "edge MCP endpoint (-edge-listen)"},
+		{o.edgeAdmin, "edge admin API (-edge-admin-listen)"},
+	}
 }
 
 // errPortTaken reports a listen address another process holds.
@@ -76,9 +163,9 @@ var errPortTaken = errors.New("port already in use")
 
 // checkPorts binds and releases every listen address, so a second
 // `make run` fails before it starts anything.
-func checkPorts() error {
+func (o *options) checkPorts() error {
 	var errs []error
-	for _, l := range listenAddrs {
+	for _, l := range o.listenAddrs() {
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s for the %s: %w (%v)", l.addr, l.who, errPortTaken, err))
@@ -97,23 +184,26 @@ type child struct {
 	err  error
 }
 
-func fleet() error {
+func fleet(o *options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := checkPorts(); err != nil {
+	if err := o.checkPorts(); err != nil {
 		return fmt.Errorf("cannot start, stop whatever holds these ports (a demo already running?):\n%w", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	bin := envOr("FLEETGATE_DEMO_BIN", "bin")
+	bin := o.bin
 	dataDir, err := os.MkdirTemp("", "fleetgate-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dataDir)
-	config := envOr("FLEETGATE_DEMO_CONFIG", filepath.Join("test", "demo", "fleet.yaml"))
+	config, err := o.fleetConfig(dataDir)
+	if err != nil {
+		return err
+	}
 
 	var procs []*child
 	exited := make(chan *child, 8)
@@ -145,16 +235,16 @@ func fleet() error {
 			return ctx.Err()
 		}
 	}
-	alpha, err := start("alpha", self, "backend", "--name", "alpha", "--listen", "127.0.0.1:9101")
+	alpha, err := start("alpha", self, "backend", "--name", "alpha", "--listen", o.alpha)
 	if err != nil {
 		return err
 	}
-	beta, err := start("beta", self, "backend", "--name", "beta", "--listen", "127.0.0.1:9102")
+	beta, err := start("beta", self, "backend", "--name", "beta", "--listen", o.beta)
 	if err != nil {
 		return err
 	}
 	if _, err := start("controller", filepath.Join(bin, "controller"), "--config", config, "--data-dir", filepath.Join(dataDir, "controller"),
-		"--log-format", "console"); err != nil {
+		"--log-format", "console", "--nats-listen", o.nats, "--admin-listen", o.controllerAdmin); err != nil {
 		return err
 	}
 	// The embedded NATS refuses unauthenticated clients: the edge uses
@@ -163,13 +253,14 @@ func fleet() error {
 	if err := waitFor(ctx, early, 30*time.Second, func() bool { _, err := os.Stat(seed); return err == nil }); err != nil {
 		return fmt.Errorf("controller wrote no edge seed %s: %w", seed, err)
 	}
-	if _, err := start("edge", filepath.Join(bin, "edge"), "--log-format", "console", "--nats-nkey-seed", seed); err != nil {
+	if _, err := start("edge", filepath.Join(bin, "edge"), "--log-format", "console", "--nats-nkey-seed", seed,
+		"--nats-url", "nats://"+o.nats, "--listen", o.edge, "--admin-listen", o.edgeAdmin); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, early, 30*time.Second, func() bool { return ready("http://127.0.0.1:8082/readyz") }); err != nil {
+	if err := waitFor(ctx, early, 30*time.Second, func() bool { return ready("http://" + o.edgeAdmin + "/readyz") }); err != nil {
 		return fmt.Errorf("edge not ready: %w", err)
 	}
-	if f := os.Getenv("FLEETGATE_DEMO_PIDFILE"); f != "" {
+	if f := o.pidFile; f != "" {
 		var b strings.Builder
 		for _, c := range procs {
 			fmt.Fprintf(&b, "%s %d\n", c.name, c.cmd.Process.Pid)
@@ -181,17 +272,18 @@ func fleet() error {
 	fmt.Printf(`
 fleetgate demo is running.
 
-  MCP URL:          http://127.0.0.1:8080/mcp
-  controller admin: http://127.0.0.1:8081/v1/state
-  edge admin:       http://127.0.0.1:8082/v1/sessions
+  MCP URL:          http://%s/mcp
+  controller admin: http://%s/v1/state
+  dashboard:        http://%s/ui/
+  edge admin:       http://%s/v1/sessions
 
-  Demo backends: alpha (pid %d, :9101), beta (pid %d, :9102).
+  Demo backends: alpha (pid %d, %s), beta (pid %d, %s).
   Kill one (kill %d) and watch its tools disappear from a connected client;
-  restart it with: go run ./test/demo backend --name alpha --listen 127.0.0.1:9101
+  restart it with: go run ./test/demo backend --name alpha --listen %s
   (the demo itself stops only if the controller or the edge exits).
 
 Ctrl-C stops everything.
-`, alpha.Process.Pid, beta.Process.Pid, alpha.Process.Pid)
+`, o.edge, o.controllerAdmin, o.controllerAdmin, o.edgeAdmin, alpha.Process.Pid, o.alpha, beta.Process.Pid, o.beta, alpha.Process.Pid, o.alpha)
 	for {
 		select {
 		case <-ctx.Done():
@@ -207,6 +299,30 @@ Ctrl-C stops everything.
 			return fmt.Errorf("%s (pid %d) exited: %v; stopping everything", c.name, c.cmd.Process.Pid, exitText(c.err))
 		}
 	}
+}
+
+// fleetConfig is the config the controller reads: -config, or, when the
+// backends listen elsewhere and it is the demo's own (it names their
+// default URLs), a copy in dir with the URLs at -alpha-listen and
+// -beta-listen.
+func (o *options) fleetConfig(dir string) (string, error) {
+	if o.alpha == defaultAlpha && o.beta == defaultBeta {
+		return o.config, nil
+	}
+	b, err := os.ReadFile(o.config)
+	if err != nil {
+		return "", fmt.Errorf("demo config: %w", err)
+	}
+	if !bytes.Contains(b, []byte("http://"+defaultAlpha+"/mcp")) || !bytes.Contains(b, []byte("http://"+defaultBeta+"/mcp")) {
+		return o.config, nil // not the demo's own: taken as it is
+	}
+	b = bytes.ReplaceAll(b, []byte("http://"+defaultAlpha+"/mcp"), []byte("http://"+o.alpha+"/mcp"))
+	b = bytes.ReplaceAll(b, []byte("http://"+defaultBeta+"/mcp"), []byte("http://"+o.beta+"/mcp"))
+	path := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", fmt.Errorf("demo config: %w", err)
+	}
+	return path, nil
 }
 
 // stopAll sends SIGTERM to every running child, newest first, waits up

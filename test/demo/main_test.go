@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -48,6 +49,15 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	os.Exit(code)
+}
+
+// checkPorts checks the demo's default ports.
+func checkPorts() error {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		return err
+	}
+	return o.checkPorts()
 }
 
 func demoCmd(t *testing.T, ctx context.Context, pidFile string) (*exec.Cmd, *bytes.Buffer) {

@@ -50,6 +50,7 @@ type Recorder struct {
 	w          Wiring
 	log        zerolog.Logger
 	store      *sessionstore.Store
+	js         jetstream.JetStream
 	kv         jetstream.KeyValue
 	flushEvery time.Duration
 	halted     atomic.Bool // a killed edge: no more writes (tests)
@@ -100,7 +101,7 @@ func Open(o *Options, w Wiring) (*Recorder, error) {
 	if flush <= 0 {
 		flush = min(2*time.Second, so.TouchEvery/2)
 	}
-	r := &Recorder{w: w, log: zerolog.Nop(), store: store, kv: kv, flushEvery: flush, set: map[*evidence.Record]*session.Session{}}
+	r := &Recorder{w: w, log: zerolog.Nop(), store: store, js: o.JetStream, kv: kv, flushEvery: flush, set: map[*evidence.Record]*session.Session{}}
 	if w.Log != nil {
 		r.log = *w.Log
 	}
@@ -261,45 +262,29 @@ func (r *Recorder) drop(s *session.Session, why string) {
 // watch follows the bucket: a session this edge serves whose record was
 // deleted, expired or written by another edge ends here.
 func (r *Recorder) watch(ctx context.Context, started chan<- struct{}) {
-	w, err := r.kv.WatchAll(ctx, jetstream.UpdatesOnly())
-	close(started)
-	if err != nil {
+	w := newBucketWatch(r.js, r.kv.Bucket(), r.log)
+	if err := w.run(ctx, started, r.observe); err != nil {
 		r.log.Error().Err(err).Msg("session records: cannot watch the bucket; moved sessions are not released")
-		return
-	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ent, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if ent != nil {
-				r.observe(ent)
-			}
-		}
 	}
 }
 
-func (r *Recorder) observe(ent jetstream.KeyValueEntry) {
-	s := r.w.Sessions.Lookup(ent.Key())
+func (r *Recorder) observe(u bucketUpdate) {
+	s := r.w.Sessions.Lookup(u.key)
 	if s == nil {
 		return
 	}
 	live, rev := s.Record().Stored()
-	if !live || ent.Revision() <= rev {
+	if !live || u.rev <= rev {
 		return
 	}
-	if ent.Operation() != jetstream.KeyValuePut {
+	if u.op != jetstream.KeyValuePut {
 		r.drop(s, "record deleted or expired")
 		return
 	}
 	var who struct {
 		Edge string `json:"edge"`
 	}
-	if json.Unmarshal(ent.Value(), &who) == nil && who.Edge != r.w.Edge {
+	if json.Unmarshal(u.value, &who) == nil && who.Edge != r.w.Edge {
 		r.drop(s, "taken over by edge "+who.Edge)
 	}
 }
