@@ -151,7 +151,7 @@
 // (paramheaders.go).
 //
 // After the edge answered such a call on an HTTP/1.1 keep-alive
-// connection, the connection becomes a call lane (lane.go): the edge
+// connection, the connection becomes a call lane (package lane): the edge
 // hijacks it and answers the next plain calls on it itself, without
 // net/http's server and its per-request goroutine hand-offs. A lane takes
 // only request heads of the plain form a client library sends

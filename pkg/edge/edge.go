@@ -105,7 +105,7 @@ type Options struct {
 	AdminToken        []byte
 	AdminAllowedHosts []string
 	// Records stores sessions in NATS KV so that they continue on another
-	// edge; nil keeps them on this edge only. See records.go.
+	// edge; nil keeps them on this edge only. See recording.go.
 	Records *RecordOptions
 	// CallTrail receives every tools/call; nil records none. The edge runs
 	// it and drains it after its last call.

@@ -19,7 +19,7 @@ import (
 // One dispatch: a request admitted by the gate (admit.go) has its facts
 // gathered once (facts), gets one route (dispatch.Route), and is served
 // by one switch (serve). A call lane asks the same facts and route and
-// keeps only the routes it serves (lane.go).
+// keeps only the routes it serves (package lane).
 
 // facts gathers what the route of r (admitted as a) is decided on, and
 // the session held here that r names (nil for none).

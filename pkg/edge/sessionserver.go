@@ -11,7 +11,7 @@ import (
 // newSession makes a session of kind and the go-sdk server that serves
 // only it (see package session), with the edge's middleware: receiving
 // (lists and calls from the served view, lists.go), evidence (records and
-// convergence, evidence.go) and the Mcp-Param-* check. It is not yet
+// convergence, convergence.go) and the Mcp-Param-* check. It is not yet
 // registered: see Registry.Open.
 func (e *Edge) newSession(id, kind, protocol, ident string) *session.Session {
 	s := e.reg.New(id, kind, protocol, ident)
@@ -23,7 +23,7 @@ func (e *Edge) newSession(id, kind, protocol, ident string) *session.Session {
 		Capabilities: e.caps, // shared: the go-sdk clones it
 		Logger:       e.slog,
 	}
-	if kind == session.KindSession || kind == session.KindListen { // resource subscriptions (subscribe.go)
+	if kind == session.KindSession || kind == session.KindListen { // resource subscriptions (package calls)
 		so.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return e.calls.Subscribe(ctx, s, r) }
 		so.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error { return e.calls.Unsubscribe(ctx, s, r) }
 	}

@@ -448,5 +448,5 @@ func laneCandidate(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Path == "/mcp" && r.URL.RawPath == ""
 }
 
-// The wire parts of call lanes (lane.go): what a lane reads, what it
+// The wire parts of call lanes: what a lane reads, what it
 // writes, and the way back to the http.Server.
