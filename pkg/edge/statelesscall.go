@@ -23,8 +23,8 @@ import (
 // go-sdk would: the header checks of the go-sdk (Mcp-Method, Mcp-Name
 // equal to the body's), _meta checked as for a listen request, the call
 // run as the shared session's middleware runs it, and the result marked
-// with the server's info in its _meta unless it has some, as the go-sdk
-// marks results of the new protocol. Anything else goes to the go-sdk:
+// with the server's info in its _meta unless it has some and with
+// resultType "complete", as the go-sdk marks results of the new protocol. Anything else goes to the go-sdk:
 // other methods, batches, members beyond name and arguments. A call's
 // Mcp-Param-* headers are checked against its arguments, as the go-sdk
 // checks them for its own tools (paramheaders.go).
@@ -59,10 +59,11 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 		enc, _ := json.Marshal(werr)
 		out = append(append(append(out, `,"error":`...), enc...), '}')
 	case reply.Raw != nil && !reply.HasMeta && len(reply.Raw) > 1 && reply.Raw[0] == '{':
-		// The backend's result as it came, its _meta the server's info.
+		// The backend's result as it came, its _meta the server's info,
+		// marked complete (a plain result has no resultType).
 		out = append(out, `,"result":{"_meta":{"`+fastpath.ServerInfoKey+`":`...)
 		out = append(out, e.implJSON...)
-		out = append(out, '}')
+		out = append(append(out, "},"...), resultComplete...)
 		if rest := bytes.TrimSpace(reply.Raw[1:]); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
 		}
@@ -80,6 +81,9 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 			enc, _ = json.Marshal(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode result: " + err.Error()})
 			out = append(append(append(out, `,"error":`...), enc...), '}')
 			break
+		}
+		if !res.NeedsInput() {
+			enc = markComplete(enc)
 		}
 		out = append(append(append(out, `,"result":`...), enc...), '}')
 	}
