@@ -2,6 +2,8 @@ package edge
 
 import (
 	"fmt"
+	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -72,5 +74,40 @@ func TestResultTypeOnNewProtocol(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A protocol version that is not a date gets the 2026-07-28 revision's
+// UnsupportedProtocolVersionError: HTTP 400 with a JSON-RPC body, code
+// -32022, the request's id, the versions the edge serves and the one
+// asked for, as the go-sdk answers an unknown version of the right form;
+// a request with no body to take an id from gets id null.
+func TestUnsupportedVersionIsJSONRPC(t *testing.T) {
+	f := newFleet(t)
+	startAskingBackend(t, f, "ask")
+	e := startEdge(t, f, nil)
+	for _, tc := range []struct {
+		name, version, body string
+		id                  any
+	}{
+		{"not a date", "v999.0.0", newRequest(301, "server/discover", `"io.modelcontextprotocol/protocolVersion":"v999.0.0"`, ""), float64(301)},
+		{"letters in a date", "2026-07-2x", newRequest(302, "tools/list", "", ""), float64(302)},
+		{"not one request", "v1", `[]`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, ct, msg := statelessPost(t, e.MCPURL(), tc.body, map[string]string{"Mcp-Protocol-Version": tc.version, "Mcp-Method": "server/discover"})
+			if code != http.StatusBadRequest || ct != "application/json" {
+				t.Fatalf("HTTP %d %s, want 400 application/json", code, ct)
+			}
+			rpcErr, _ := msg["error"].(map[string]any)
+			if rpcErr == nil || rpcErr["code"] != float64(-32022) || msg["id"] != tc.id {
+				t.Fatalf("message %v: want error -32022 with id %v", msg, tc.id)
+			}
+			data, _ := rpcErr["data"].(map[string]any)
+			supported, _ := data["supported"].([]any)
+			if data["requested"] != tc.version || !slices.Contains(supported, any(newProtocol)) || !slices.Contains(supported, any("2025-11-25")) {
+				t.Fatalf("error data %v: want the supported versions and %q requested", data, tc.version)
+			}
+		})
 	}
 }
