@@ -43,6 +43,9 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 				reply := e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
 					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
 					Relay: e.calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())})
+				if je := calls.ClientError(reply); je != nil && s.Kind() != session.KindSession {
+					return nil, je // a 2026-07-28 caller gets the backend's -32021 as it is
+				}
 				return reply.Decoded(), nil
 			case *mcp.GetPromptRequest:
 				return result(e.calls.GetPrompt(ctx, r))

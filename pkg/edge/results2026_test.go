@@ -1,11 +1,20 @@
 package edge
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // newMeta is the _meta a go-sdk client of the 2026-07-28 revision sends
@@ -109,5 +118,45 @@ func TestUnsupportedVersionIsJSONRPC(t *testing.T) {
 				t.Fatalf("error data %v: want the supported versions and %q requested", data, tc.version)
 			}
 		})
+	}
+}
+
+// A backend's MissingRequiredClientCapabilityError (-32021) to a
+// tools/call reaches a 2026-07-28 client as that JSON-RPC error, with its
+// message and data and HTTP 400, on the fast path and the go-sdk's; a
+// session-based client still gets an isError result naming the backend.
+func TestMissingCapabilityPassesThrough(t *testing.T) {
+	f := newFleet(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "needy"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling capability required but not declared by client",
+				Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	f.publish(events.NewBackendAdded(time.Now(), "default", "needy", events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}))
+	f.catalog("default", "needy", listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}))
+	f.health("default", "needy", true)
+	fast := startEdge(t, f, nil)
+	sdk := startEdge(t, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
+	for name, e := range map[string]*Edge{"fast": fast, "go-sdk": sdk} {
+		eventually(t, 10*time.Second, "tool served", func() bool { _, ok := e.current().Catalog.Tool("needy_needs_sampling"); return ok })
+		t.Run(name, func(t *testing.T) {
+			body := newRequest(401, "tools/call", "", `"name":"needy_needs_sampling","arguments":{}`)
+			code, _, msg := statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Name": "needy_needs_sampling"})
+			rpcErr, _ := msg["error"].(map[string]any)
+			if code != http.StatusBadRequest || rpcErr == nil || rpcErr["code"] != float64(-32021) || msg["id"] != float64(401) {
+				t.Fatalf("HTTP %d, message %v: want 400 and error -32021", code, msg)
+			}
+			data, _ := json.Marshal(rpcErr["data"])
+			if string(data) != `{"requiredCapabilities":{"sampling":{}}}` || !strings.Contains(fmt.Sprint(rpcErr["message"]), "sampling capability required") {
+				t.Fatalf("error %v: want the backend's message and data", rpcErr)
+			}
+		})
+	}
+	c := connect(t, fast.MCPURL(), "2025-11-25")
+	if res := c.call(t, "needy_needs_sampling", nil); !res.IsError || !strings.Contains(text(res), `backend "needy"`) || !strings.Contains(text(res), "-32021") {
+		t.Fatalf("session-based call: %+v %q, want an isError result naming the backend", res, text(res))
 	}
 }
