@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -158,5 +159,62 @@ func TestMissingCapabilityPassesThrough(t *testing.T) {
 	c := connect(t, fast.MCPURL(), "2025-11-25")
 	if res := c.call(t, "needy_needs_sampling", nil); !res.IsError || !strings.Contains(text(res), `backend "needy"`) || !strings.Contains(text(res), "-32021") {
 		t.Fatalf("session-based call: %+v %q, want an isError result naming the backend", res, text(res))
+	}
+}
+
+// A 2026-07-28 tools/call with a progress token in its _meta reaches the
+// backend with the token, and the backend's progress notifications reach
+// the client on the call's response stream under it, before the result.
+func TestProgressOnNewProtocol(t *testing.T) {
+	f := newFleet(t)
+	startAskingBackend(t, f, "ask")
+	e := startEdge(t, f, nil)
+	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+	body := newRequest(11, "tools/call", `"progressToken":"progress-test-1"`, `"name":"ask_progress","arguments":{}`)
+	req, _ := http.NewRequest(http.MethodPost, e.MCPURL(), strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": newProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "ask_progress"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var progress []string
+	var result map[string]any
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok && strings.HasPrefix(string(raw), "{") {
+			data, ok = line, line != ""
+		}
+		if !ok {
+			continue
+		}
+		var msg struct {
+			Method string
+			Params struct {
+				ProgressToken any
+				Progress      float64
+			}
+			Result map[string]any
+		}
+		if err := json.Unmarshal([]byte(data), &msg); err != nil {
+			t.Fatalf("message %q: %v", data, err)
+		}
+		switch {
+		case msg.Method == "notifications/progress":
+			progress = append(progress, fmt.Sprintf("%v:%v", msg.Params.ProgressToken, msg.Params.Progress))
+		case msg.Result != nil:
+			result = msg.Result
+		}
+	}
+	content, _ := result["content"].([]any)
+	if len(content) != 1 || fmt.Sprint(content[0].(map[string]any)["text"]) != "token progress-test-1" {
+		t.Fatalf("result %v: want the backend to have seen the token (response %s)", result, raw)
+	}
+	if want := []string{"progress-test-1:1", "progress-test-1:2", "progress-test-1:3"}; !slices.Equal(progress, want) {
+		t.Fatalf("progress %v, want %v (response %s)", progress, want, raw)
 	}
 }
