@@ -134,6 +134,10 @@ func TestMissingCapabilityPassesThrough(t *testing.T) {
 			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling capability required but not declared by client",
 				Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
 		})
+	srv.AddPrompt(&mcp.Prompt{Name: "needs_elicitation"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "elicitation capability required but not declared by client",
+			Data: json.RawMessage(`{"requiredCapabilities":{"elicitation":{}}}`)}
+	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	f.publish(events.NewBackendAdded(time.Now(), "default", "needy", events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}))
@@ -142,7 +146,11 @@ func TestMissingCapabilityPassesThrough(t *testing.T) {
 	fast := startEdge(t, f, nil)
 	sdk := startEdge(t, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
 	for name, e := range map[string]*Edge{"fast": fast, "go-sdk": sdk} {
-		eventually(t, 10*time.Second, "tool served", func() bool { _, ok := e.current().Catalog.Tool("needy_needs_sampling"); return ok })
+		eventually(t, 10*time.Second, "tool and prompt served", func() bool {
+			_, ok := e.current().Catalog.Tool("needy_needs_sampling")
+			_, pok := e.current().Catalog.Prompt("needy_needs_elicitation")
+			return ok && pok
+		})
 		t.Run(name, func(t *testing.T) {
 			body := newRequest(401, "tools/call", "", `"name":"needy_needs_sampling","arguments":{}`)
 			code, _, msg := statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Name": "needy_needs_sampling"})
@@ -153,6 +161,14 @@ func TestMissingCapabilityPassesThrough(t *testing.T) {
 			data, _ := json.Marshal(rpcErr["data"])
 			if string(data) != `{"requiredCapabilities":{"sampling":{}}}` || !strings.Contains(fmt.Sprint(rpcErr["message"]), "sampling capability required") {
 				t.Fatalf("error %v: want the backend's message and data", rpcErr)
+			}
+			// prompts/get (the go-sdk's path on either edge) the same.
+			body = newRequest(402, "prompts/get", "", `"name":"needy_needs_elicitation"`)
+			code, _, msg = statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Method": "prompts/get", "Mcp-Name": "needy_needs_elicitation"})
+			rpcErr, _ = msg["error"].(map[string]any)
+			data, _ = json.Marshal(rpcErr["data"])
+			if code != http.StatusBadRequest || rpcErr["code"] != float64(-32021) || string(data) != `{"requiredCapabilities":{"elicitation":{}}}` {
+				t.Fatalf("prompts/get: HTTP %d, message %v: want 400 and the backend's -32021", code, msg)
 			}
 		})
 	}

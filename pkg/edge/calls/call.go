@@ -130,8 +130,15 @@ func ClientError(reply backend.Reply) *jsonrpc.Error {
 	if reply.Res == nil {
 		return nil
 	}
+	return ClientErrorOf(reply.Res.GetError())
+}
+
+// ClientErrorOf is ClientError of err, the failure of a backend request
+// (prompts/get, resources/read, completion/complete): the backend's -32021
+// as it sent it, nil for any other error.
+func ClientErrorOf(err error) *jsonrpc.Error {
 	var rpc *jsonrpc.Error
-	if errors.As(reply.Res.GetError(), &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
+	if errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
 		return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 	}
 	return nil
