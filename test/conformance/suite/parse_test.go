@@ -230,3 +230,18 @@ func FuzzParseBaselines(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseUnscored(f *testing.F) {
+	f.Add([]byte(requirementsOut))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := ParseUnscored(b)
+		if len(m) > MaxScenarios {
+			t.Fatalf("%d unscored scenarios, limit %d", len(m), MaxScenarios)
+		}
+		for name := range m {
+			if !scenarioName.MatchString(name) {
+				t.Fatalf("unscored name %q", name)
+			}
+		}
+	})
+}
