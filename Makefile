@@ -47,12 +47,15 @@ fuzz:
 	  done; \
 	done
 
-## conformance: the official MCP conformance suite's server scenarios
-## against test/conformance's backend, directly and through a controller and
-## an edge; prints both totals and a table. Installs Node 22 and the pinned
-## suite (test/conformance/npm/package-lock.json) into CONFORMANCE_CACHE
-## with npm on first use. Fails when a scenario fails directly, or passes
-## directly and fails through the edge without being listed in
+## conformance: the official MCP conformance suite's server scenarios of
+## the 2025-11-25 and 2026-07-28 requirement sets, against test/conformance's
+## backend and go-sdk v1.8.0's conformance/everything-server (built from the
+## module cache; stateful for 2025-11-25, stateless for 2026-07-28), each
+## directly and through a controller and an edge; prints the totals per set
+## and server and a table of each. Installs Node 22 and the pinned suite
+## (test/conformance/npm/package-lock.json) into CONFORMANCE_CACHE with npm
+## on first use. Fails when a scenario passes directly and fails through the
+## edge without being listed in its set's and server's section of
 ## test/conformance/expected-failures.txt (CONFORMANCE_REQUIRE=1: listed
 ## or not). CONFORMANCE_FLAGS go to the driver (e.g. -details, -naming prefix,
 ## -scenario tools-call-sampling, -markdown FILE).

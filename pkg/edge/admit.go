@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
@@ -34,7 +35,14 @@ type admitter struct {
 }
 
 func newAdmitter(o *admission.Options, reg prometheus.Registerer) *admitter {
-	a := &admitter{gate: admission.New(o), logLimit: admission.NewLogLimiter(time.Minute, 4096),
+	var c admission.Options
+	if o != nil {
+		c = *o
+	}
+	if c.SupportedVersions == nil {
+		c.SupportedVersions = mcp.SupportedProtocolVersions()
+	}
+	a := &admitter{gate: admission.New(&c), logLimit: admission.NewLogLimiter(time.Minute, 4096),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_admission_refusals_total",
 			Help: "Requests the admission gate refused, by reason."}, []string{"reason"})}
 	reg.MustRegister(a.refused)
@@ -208,9 +216,17 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	if code == 0 {
 		code = -32700 // parse error
 	}
+	id := f.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	data := ""
+	if len(f.Data) > 0 {
+		data = `,"data":` + string(f.Data)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(f.Status)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + `}}`))
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + data + `}}`))
 }
 
 // errBodyUnread: a POST whose body could not be read (cut short, or

@@ -143,8 +143,16 @@
 // A plain tools/call of a 2026-07-28 client (a stateless request) is
 // answered the same way (statelesscall.go), with the go-sdk's header and
 // _meta checks and the server's info added to the result's _meta as the
-// go-sdk adds it, instead of by the go-sdk's stateless handler, which
-// makes a server session per request. A call's Mcp-Param-* headers are
+// go-sdk adds it, and resultType "complete" spliced in, instead of by the
+// go-sdk's stateless handler, which makes a server session per request.
+// A call whose _meta has more than the protocol's own members (a
+// progressToken) goes to the go-sdk's handler, which passes the token on
+// and relays the backend's progress on the call's stream. On every path a
+// 2026-07-28 result the edge makes from a backend's carries resultType
+// "complete" (taskfields.go: the go-sdk marks only its own handlers'), a
+// backend's -32021 reaches the client as that JSON-RPC error (HTTP 400),
+// and a malformed Mcp-Protocol-Version gets the JSON-RPC -32022 error
+// from the admission gate. A call's Mcp-Param-* headers are
 // checked against the arguments its tool binds to them (x-mcp-header), as
 // a go-sdk server checks them for its own tools: on this path, and, for a
 // call the go-sdk decoded, in the session servers' outermost middleware

@@ -43,15 +43,24 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 				reply := e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
 					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
 					Relay: e.calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())})
+				if je := calls.ClientError(reply); je != nil && s.Kind() != session.KindSession {
+					return nil, je // a 2026-07-28 caller gets the backend's -32021 as it is
+				}
 				return reply.Decoded(), nil
 			case *mcp.GetPromptRequest:
-				return result(e.calls.GetPrompt(ctx, r))
+				res, err := e.calls.GetPrompt(ctx, r)
+				return result(res, clientError(s, err))
 			case *mcp.ReadResourceRequest:
-				return e.cached(e.calls.ReadResource(ctx, r))
+				res, err := e.calls.ReadResource(ctx, r)
+				if err != nil {
+					return nil, clientError(s, err)
+				}
+				return e.cached(res, nil)
 			case *mcp.ListResourceTemplatesRequest:
 				return e.cached(view.ListTemplates(e.calls.Templates(), revision(s)), nil)
 			case *mcp.CompleteRequest:
-				return result(e.calls.Complete(ctx, r))
+				res, err := e.calls.Complete(ctx, r)
+				return result(res, clientError(s, err))
 			}
 			res, err = next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
@@ -135,6 +144,19 @@ func (e *Edge) cached(res mcp.Result, err error) (mcp.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// clientError is err, the failure of a backend request of session s, as
+// its client gets it: a 2026-07-28 caller gets a backend's -32021
+// (missing client capability) as the backend sent it, code and data
+// (calls.ClientErrorOf); anything else is err.
+func clientError(s *session.Session, err error) error {
+	if err != nil && s.Kind() != session.KindSession {
+		if je := calls.ClientErrorOf(err); je != nil {
+			return je
+		}
+	}
+	return err
 }
 
 // result turns a typed result into an mcp.Result that is nil on error.

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 )
@@ -23,8 +24,8 @@ import (
 // go-sdk would: the header checks of the go-sdk (Mcp-Method, Mcp-Name
 // equal to the body's), _meta checked as for a listen request, the call
 // run as the shared session's middleware runs it, and the result marked
-// with the server's info in its _meta unless it has some, as the go-sdk
-// marks results of the new protocol. Anything else goes to the go-sdk:
+// with the server's info in its _meta unless it has some and with
+// resultType "complete", as the go-sdk marks results of the new protocol. Anything else goes to the go-sdk:
 // other methods, batches, members beyond name and arguments. A call's
 // Mcp-Param-* headers are checked against its arguments, as the go-sdk
 // checks them for its own tools (paramheaders.go).
@@ -47,6 +48,10 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Name, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
 	reply, err := e.answerCall(ctx, e.shared, req, lane.Closings(w))
+	if je := calls.ClientError(reply); je != nil && err == nil {
+		err = je // the backend's -32021, passed on as the revision says
+	}
+	status := http.StatusOK
 	out := make([]byte, 0, 256+len(reply.Raw))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, msg.ID...)
@@ -58,11 +63,13 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		enc, _ := json.Marshal(werr)
 		out = append(append(append(out, `,"error":`...), enc...), '}')
+		status = errorStatus(werr.Code)
 	case reply.Raw != nil && !reply.HasMeta && len(reply.Raw) > 1 && reply.Raw[0] == '{':
-		// The backend's result as it came, its _meta the server's info.
+		// The backend's result as it came, its _meta the server's info,
+		// marked complete (a plain result has no resultType).
 		out = append(out, `,"result":{"_meta":{"`+fastpath.ServerInfoKey+`":`...)
 		out = append(out, e.implJSON...)
-		out = append(out, '}')
+		out = append(append(out, "},"...), resultComplete...)
 		if rest := bytes.TrimSpace(reply.Raw[1:]); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
 		}
@@ -81,10 +88,27 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 			out = append(append(append(out, `,"error":`...), enc...), '}')
 			break
 		}
+		if !res.NeedsInput() {
+			enc = markComplete(enc)
+		}
 		out = append(append(append(out, `,"result":`...), enc...), '}')
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return true
+}
+
+// errorStatus is the HTTP status of a JSON-RPC error answer of the
+// 2026-07-28 revision, as the go-sdk's stateless handler sends it: 404 for
+// an unknown method, 400 for invalid params, an unsupported protocol
+// version or a missing client capability, 200 otherwise.
+func errorStatus(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -27,13 +28,18 @@ var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools
 // taskFields is the session servers' outermost middleware: on a session
 // of the session-based protocol, it adds the tasks capability to a
 // 2025-11-25 initialize in passthrough mode, and drops the 2026-07-28
-// cache members from resources/read results.
+// cache members from resources/read results; on a 2026-07-28 request, it
+// marks the results the go-sdk marks only for its own handlers (tools/call,
+// prompts/get, resources/read) with resultType "complete" (completed).
 func (e *Edge) taskFields(s *session.Session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if err != nil || s.Kind() != session.KindSession {
+			if err != nil {
 				return res, err
+			}
+			if s.Kind() != session.KindSession {
+				return completed(res), nil
 			}
 			switch r := res.(type) {
 			case *mcp.InitializeResult:
@@ -84,4 +90,57 @@ type readAtRevision struct {
 
 func (r *readAtRevision) MarshalJSON() ([]byte, error) {
 	return view.WithoutNewer(r.ReadResourceResult, r.rev)
+}
+
+// resultComplete is the member the 2026-07-28 revision requires on a
+// result that needs no more input from the client.
+const resultComplete = `"resultType":"complete"`
+
+// completed is res as a 2026-07-28 result: a tools/call, prompts/get or
+// resources/read result the edge made from a backend's is marked
+// resultType "complete" when encoded (the go-sdk marks these only in its
+// own handlers: the field is unexported); any other result as it is (the
+// go-sdk marks the rest itself).
+func completed(res mcp.Result) mcp.Result {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if !r.NeedsInput() {
+			return &completeResult{r}
+		}
+	case *mcp.GetPromptResult:
+		if !r.NeedsInput() {
+			return &completeResult{r}
+		}
+	case *mcp.ReadResourceResult:
+		if !r.NeedsInput() {
+			return &completeResult{r}
+		}
+	}
+	return res
+}
+
+// completeResult is a result marked resultType "complete" when encoded.
+type completeResult struct{ mcp.Result }
+
+func (r *completeResult) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.Result)
+	if err != nil {
+		return nil, err
+	}
+	return markComplete(b), nil
+}
+
+// markComplete adds resultType "complete" to enc, the encoding of a
+// result object of the go-sdk (which writes the member last when it has
+// it, as "complete" here: a result needing input is never marked).
+func markComplete(enc []byte) []byte {
+	if len(enc) < 2 || enc[0] != '{' || bytes.HasSuffix(enc, []byte(resultComplete+"}")) {
+		return enc
+	}
+	out := make([]byte, 0, len(enc)+len(resultComplete)+1)
+	out = append(append(out, '{'), resultComplete...)
+	if rest := bytes.TrimSpace(enc[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, enc[1:]...)
 }

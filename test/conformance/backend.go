@@ -27,6 +27,10 @@ type Options struct {
 	RetryAfter time.Duration
 	// Logger receives the go-sdk's own log; default discards it.
 	Logger *slog.Logger
+	// Stateless serves without sessions (the go-sdk's stateless
+	// streamable HTTP, no event store), as a server of the 2026-07-28
+	// revision is served.
+	Stateless bool
 }
 
 // Backend is the conformance MCP server on a real listener.
@@ -94,8 +98,11 @@ func (b *Backend) name(suiteName string) string {
 // stream closed mid-call can be resumed with Last-Event-ID, and the
 // go-sdk's DNS rebinding protection on).
 func (b *Backend) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
-		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil), Logger: b.opts.Logger})
+	o := &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil), Logger: b.opts.Logger}
+	if b.opts.Stateless {
+		o = &mcp.StreamableHTTPOptions{Stateless: true, Logger: b.opts.Logger}
+	}
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv }, o)
 }
 
 // Start serves the backend on addr (host:port; port 0 picks one).

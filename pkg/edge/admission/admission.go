@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,6 +38,10 @@ type Options struct {
 	// MetaCallTool names the meta-tool (an optimizer edge's call_tool)
 	// whose arguments.tool_name is the tool a call calls; "" for none.
 	MetaCallTool string
+	// SupportedVersions are the protocol versions served, newest first:
+	// the data of the unsupported-version error a malformed
+	// Mcp-Protocol-Version gets.
+	SupportedVersions []string
 }
 
 // Gate decides admissions. Its zero value is not ready: use New.
@@ -92,6 +97,10 @@ type Request struct {
 	Rebuild bool
 }
 
+// CodeUnsupportedProtocolVersion is the JSON-RPC error code of the
+// 2026-07-28 revision's UnsupportedProtocolVersionError.
+const CodeUnsupportedProtocolVersion = -32022
+
 // Refusal reasons, the label of the edge's refusal metric.
 const (
 	ReasonMissingIdentity     = "missing_identity"
@@ -125,6 +134,9 @@ type Refusal struct {
 	RPC bool
 	// Code is the JSON-RPC error code of an RPC refusal.
 	Code int
+	// ID is the id of the request an RPC refusal answers (nil: null,
+	// when the body is not one request); Data the error's data, if any.
+	ID, Data json.RawMessage
 	// Header holds headers the refusal is sent with (WWW-Authenticate).
 	Header http.Header
 }
@@ -211,8 +223,23 @@ func (g *Gate) Admit(r *Request) Decision {
 			fmt.Errorf("%w: missing identity header %s", ErrUnauthenticated, g.o.IdentityHeader))
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !ValidVersion(v) {
-		return refuse(http.StatusBadRequest, ReasonBadProtocolVersion,
-			fmt.Errorf("%w: Mcp-Protocol-Version is not a date (YYYY-MM-DD)", ErrBadRequest))
+		// The 2026-07-28 revision's UnsupportedProtocolVersionError, a
+		// JSON-RPC body with HTTP 400 (a 400 is all older ones ask for).
+		d = refuse(http.StatusBadRequest, ReasonBadProtocolVersion,
+			fmt.Errorf("%w: unsupported protocol version: Mcp-Protocol-Version is not a date (YYYY-MM-DD)", ErrBadRequest))
+		d.Refusal.RPC, d.Refusal.Code = true, CodeUnsupportedProtocolVersion
+		d.Refusal.Data, _ = json.Marshal(struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		}{g.o.SupportedVersions, v})
+		if r.Method == http.MethodPost && !r.Truncated && int64(len(r.Body)) <= g.o.MaxBodyBytes && mcpwire.Check(r.Body, g.o.MaxDepth) == nil {
+			if b, err := ParseBody(r.Body, g.o.MaxBatch, g.o.MetaCallTool); err == nil {
+				if m, ok := b.Single(); ok {
+					d.Refusal.ID = m.ID
+				}
+			}
+		}
+		return d
 	}
 	if r.Method == http.MethodPost {
 		limit := g.o.MaxBodyBytes

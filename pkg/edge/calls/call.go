@@ -8,6 +8,7 @@ import (
 	"time"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
@@ -108,11 +109,37 @@ func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start
 		// err is a *backend.Error: its text names the backend and the kind
 		// of failure only (never the backend's URL or error body).
 		pl.o.Log.Warn().Str("tool", c.Name).Str("backend", rt.Tool.Backend).Err(err).Msg("tool call failed")
-		reply = backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("tool %q: %v", c.Name, err)}}}}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("tool %q: %v", c.Name, err)}}}
+		res.SetError(err) // isError, and the failure kept for ClientError
+		reply = backend.Reply{Res: res}
 	}
 	if pl.o.Trail != nil {
 		pl.Audit(c, rt, start, &reply, err)
 	}
 	return reply
+}
+
+// ClientError is the backend's JSON-RPC error a tools/call failed with
+// (reply is Run's) when the 2026-07-28 revision has the server answer it
+// to its client as that error: -32021, a client capability the request
+// needs and the client did not declare (MissingRequiredClientCapabilityError).
+// A caller of that revision passes it on, code, message and data, instead
+// of the isError result a caller of an older one gets; nil for any other
+// reply.
+func ClientError(reply backend.Reply) *jsonrpc.Error {
+	if reply.Res == nil {
+		return nil
+	}
+	return ClientErrorOf(reply.Res.GetError())
+}
+
+// ClientErrorOf is ClientError of err, the failure of a backend request
+// (prompts/get, resources/read, completion/complete): the backend's -32021
+// as it sent it, nil for any other error.
+func ClientErrorOf(err error) *jsonrpc.Error {
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
+		return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
+	}
+	return nil
 }

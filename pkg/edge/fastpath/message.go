@@ -56,7 +56,10 @@ const ServerInfoKey = "io.modelcontextprotocol/serverInfo"
 
 // ParseStatelessCall parses body as a tools/call of the new protocol with
 // exactly jsonrpc, id, method and params, and params of _meta (checked as
-// the go-sdk checks it), name and, optionally, arguments (an object).
+// the go-sdk checks it, with only the protocol's own members: a
+// progressToken or any other member for the backend takes the go-sdk's
+// path, which passes it on and relays progress), name and, optionally,
+// arguments (an object).
 func ParseStatelessCall(body []byte) (Message, bool) {
 	var m Message
 	ok := parseNewRequest(body, "tools/call", admission.FirstNewProtocol, func(id json.RawMessage, params *fastjson.Value) bool {
@@ -65,6 +68,7 @@ func ParseStatelessCall(body []byte) (Message, bool) {
 		params.GetObject().Visit(func(k []byte, v *fastjson.Value) {
 			switch string(k) {
 			case "_meta":
+				ok = ok && protocolMetaOnly(v)
 			case "name":
 				ok = ok && v.Type() == fastjson.TypeString
 				m.Name = string(v.GetStringBytes())
@@ -79,4 +83,19 @@ func ParseStatelessCall(body []byte) (Message, bool) {
 	})
 	m.Method = "tools/call"
 	return m, ok && m.Name != "" && mcpwire.PlainString(m.Name) // another name is the go-sdk's, as in parseFastMessage
+}
+
+// protocolMetaOnly reports whether meta, a request's _meta, has only
+// members of the protocol's own namespace (io.modelcontextprotocol/...),
+// which belong to the client's hop.
+func protocolMetaOnly(meta *fastjson.Value) bool {
+	o, err := meta.Object()
+	if err != nil {
+		return true // the go-sdk's checks (listenMeta) refuse it
+	}
+	ok := true
+	o.Visit(func(k []byte, _ *fastjson.Value) {
+		ok = ok && bytes.HasPrefix(k, []byte("io.modelcontextprotocol/"))
+	})
+	return ok
 }

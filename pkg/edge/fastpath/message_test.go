@@ -85,6 +85,9 @@ func TestParseStatelessCallRefuses(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"a_b","arguments":[]}}`,
 		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{` + meta + `,"name":"a_b"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"name":"a_b"}}`,
+		// a progress token (or anything else for the backend) in _meta: the go-sdk's path passes it on
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"p","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"a_b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":"00-x"},"name":"a_b"}}`,
 		`[` + good + `]`,
 	} {
 		if _, ok := ParseStatelessCall([]byte(body)); ok {

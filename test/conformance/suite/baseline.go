@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -79,6 +80,11 @@ type Verdict struct {
 // directly, and each that fails through the gateway is listed.
 func (v *Verdict) OK() bool { return len(v.DirectFailures) == 0 && len(v.Unexpected) == 0 }
 
+// GatewayOK reports whether each scenario that passes directly and fails
+// through the gateway is listed (a scenario the server itself fails is
+// not held against the gateway).
+func (v *Verdict) GatewayOK() bool { return len(v.Unexpected) == 0 }
+
 // Judge builds the verdict over scenarios (in their order) from the
 // direct and gateway results. With require, the baseline is ignored:
 // every scenario that passes directly must pass through the gateway. A
@@ -110,4 +116,52 @@ func Judge(scenarios []string, direct, gateway map[string]*Result, base Baseline
 	}
 	slices.Sort(v.Unknown)
 	return v
+}
+
+// sectionLine is a section header of an expected-failures file: "[set
+// server]", e.g. "[2026-07-28 go-sdk]".
+var sectionLine = regexp.MustCompile(`^\[([a-z0-9][a-z0-9._-]{0,49}) ([a-z0-9][a-z0-9._-]{0,49})\]$`)
+
+// SectionKey is the key of ParseBaselines's map for requirement set (or
+// suite) set and server.
+func SectionKey(set, server string) string { return set + " " + server }
+
+// ParseBaselines reads an expected-failures file in sections: a line
+// "[SET SERVER]" starts the section of requirement set (or suite) SET
+// against SERVER, and the lines up to the next header are a baseline as
+// ParseBaseline reads it. Lines before the first header are the section
+// "" (the file of one suite and server). A section appears once.
+func ParseBaselines(b []byte) (map[string]Baseline, error) {
+	if len(b) > MaxBaselineBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBadBaseline, len(b), MaxBaselineBytes)
+	}
+	chunks := map[string]*bytes.Buffer{"": {}}
+	order := []string{""}
+	key := ""
+	for n, line := range strings.Split(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, "[") {
+			chunks[key].WriteString(line + "\n")
+			continue
+		}
+		m := sectionLine.FindStringSubmatch(t)
+		if m == nil {
+			return nil, fmt.Errorf("%w: line %d: section header %q: want [SET SERVER]", ErrBadBaseline, n+1, clip(t))
+		}
+		key = SectionKey(m[1], m[2])
+		if chunks[key] != nil {
+			return nil, fmt.Errorf("%w: line %d: section [%s] twice", ErrBadBaseline, n+1, key)
+		}
+		chunks[key] = &bytes.Buffer{}
+		order = append(order, key)
+	}
+	out := map[string]Baseline{}
+	for _, k := range order {
+		base, err := ParseBaseline(chunks[k].Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("section [%s]: %w", k, err)
+		}
+		out[k] = base
+	}
+	return out, nil
 }

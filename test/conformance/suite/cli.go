@@ -44,16 +44,22 @@ type CLI struct {
 type RunOptions struct {
 	// Timeout stops the scenario; default DefaultTimeout.
 	Timeout time.Duration
+	// SpecVersion, when set, runs the scenario at that revision
+	// (--spec-version; the suite refuses --scenario with --requirements).
+	SpecVersion string
 }
 
 var (
-	suiteLine    = regexp.MustCompile(`^Running (\S+) suite \((\d+) scenarios?\) against `)
+	suiteLine    = regexp.MustCompile(`^Running (?:\S+ suite|requirements \S+) \((\d+) scenarios?\) against `)
+	requirement  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	unscoredHead = regexp.MustCompile(`^Not scored for \S+: `)
+	unscoredLine = regexp.MustCompile(`^\s+\S+ ([a-z0-9][a-z0-9._-]{0,99}) \(([a-z -]+)\)$`)
 	scenarioLine = regexp.MustCompile(`^=== Running scenario: (\S+) ===$`)
 	scenarioName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
 )
 
 // ParseScenarioList reads the scenario names from the output of a suite
-// run (`server --url U [--suite S]`): the header names the count, and
+// run (`server --url U [--suite S | --requirements R]`): the header names the count, and
 // each scenario starts with "=== Running scenario: NAME ===". The count
 // must match, names are unique and of [a-z0-9._-], at most MaxScenarios.
 func ParseScenarioList(out []byte) ([]string, error) {
@@ -68,9 +74,9 @@ func ParseScenarioList(out []byte) ([]string, error) {
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if m := suiteLine.FindStringSubmatch(line); m != nil && want < 0 {
-			n, err := strconv.Atoi(m[2])
+			n, err := strconv.Atoi(m[1])
 			if err != nil || n > MaxScenarios {
-				return nil, fmt.Errorf("%w: scenario count %q", ErrBadList, m[2])
+				return nil, fmt.Errorf("%w: scenario count %q", ErrBadList, m[1])
 			}
 			want = n
 			continue
@@ -103,15 +109,24 @@ func ParseScenarioList(out []byte) ([]string, error) {
 	return names, nil
 }
 
-// Scenarios lists the scenarios of suite ("active", "all" or "pending")
-// in the suite's order. It runs the suite against a local endpoint that
+// Scenarios lists the scenarios of suite ("active", "all" or "pending",
+// or a requirement set, a revision date such as "2026-07-28") in the
+// suite's order. It runs the suite against a local endpoint that
 // refuses everything, which costs about a second, and reads the names
 // from the output: the suite's `list` command does not tell active from
 // pending.
 func (c *CLI) Scenarios(ctx context.Context, suite string) ([]string, error) {
+	names, _, err := c.ScenarioList(ctx, suite)
+	return names, err
+}
+
+// ScenarioList is Scenarios with the scenarios a requirement set runs
+// but does not score (the suite's "Not scored for R" list: extensions
+// and pending scenarios), each with the suite's word for why.
+func (c *CLI) ScenarioList(ctx context.Context, suite string) ([]string, map[string]string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("list %s scenarios: %w", suite, err)
+		return nil, nil, fmt.Errorf("list %s scenarios: %w", suite, err)
 	}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "conformance scenario listing", http.StatusServiceUnavailable)
@@ -121,14 +136,55 @@ func (c *CLI) Scenarios(ctx context.Context, suite string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	out := &head{max: MaxOutput}
-	cmd := c.command(ctx, "server", "--url", "http://"+ln.Addr().String()+"/mcp", "--suite", suite)
+	cmd := c.command(ctx, append([]string{"server", "--url", "http://" + ln.Addr().String() + "/mcp"}, selectArgs(suite)...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	_ = cmd.Run() // every scenario fails: a non-zero exit is expected
 	names, err := ParseScenarioList(out.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("list %s scenarios: %w (output: %s)", suite, err, clip(string(out.Bytes())))
+		return nil, nil, fmt.Errorf("list %s scenarios: %w (output: %s)", suite, err, clip(string(out.Bytes())))
 	}
-	return names, nil
+	return names, ParseUnscored(out.Bytes()), nil
+}
+
+// ParseUnscored reads the scenarios a requirement-set run lists after
+// "Not scored for R: ..." (one a line: a mark, the name, the reason in
+// parentheses) from its output; nil when there is no such list.
+func ParseUnscored(out []byte) map[string]string {
+	var m map[string]string
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if unscoredHead.MatchString(line) {
+			in, m = true, map[string]string{}
+			continue
+		}
+		if !in {
+			continue
+		}
+		g := unscoredLine.FindStringSubmatch(line)
+		if g == nil {
+			in = false
+			continue
+		}
+		if len(m) < MaxScenarios {
+			m[g[1]] = g[2]
+		}
+	}
+	return m
+}
+
+// IsRequirements reports whether suite names a requirement set (a
+// revision date) rather than a suite.
+func IsRequirements(suite string) bool { return requirement.MatchString(suite) }
+
+// selectArgs are the suite's flags that pick suite's scenarios.
+func selectArgs(suite string) []string {
+	if IsRequirements(suite) {
+		return []string{"--requirements", suite}
+	}
+	return []string{"--suite", suite}
 }
 
 func (c *CLI) command(ctx context.Context, args ...string) *exec.Cmd {
@@ -145,6 +201,10 @@ func (c *CLI) Run(ctx context.Context, scenario, url string, o *RunOptions) *Res
 	if o != nil && o.Timeout > 0 {
 		timeout = o.Timeout
 	}
+	var version []string
+	if o != nil && o.SpecVersion != "" {
+		version = []string{"--spec-version", o.SpecVersion, "--force"}
+	}
 	res := &Result{Scenario: scenario, URL: url}
 	if !scenarioName.MatchString(scenario) {
 		res.Err = fmt.Errorf("run scenario %q: bad name", clip(scenario))
@@ -159,7 +219,7 @@ func (c *CLI) Run(ctx context.Context, scenario, url string, o *RunOptions) *Res
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := &head{max: MaxOutput}
-	cmd := c.command(rctx, "server", "--url", url, "--scenario", scenario, "-o", dir)
+	cmd := c.command(rctx, append([]string{"server", "--url", url, "--scenario", scenario, "-o", dir}, version...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	runErr := cmd.Run()

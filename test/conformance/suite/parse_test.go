@@ -2,6 +2,7 @@ package suite
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -167,6 +168,79 @@ func FuzzParseBaseline(f *testing.F) {
 		for n, r := range base {
 			if !scenarioName.MatchString(n) || r == "" {
 				t.Fatalf("accepted %q %q", n, r)
+			}
+		}
+	})
+}
+
+const requirementsOut = `Running requirements 2025-11-25 (3 scenarios) against http://127.0.0.1:1/mcp
+
+=== Running scenario: ping ===
+=== Running scenario: server-session-lifecycle ===
+=== Running scenario: json-schema-2020-12 ===
+Total: 1 passed, 2 failed
+Not scored for 2025-11-25: 2 scenario(s) run, 2 failing. These do not affect conformance.
+  ✗ server-session-lifecycle (added-after-release)
+  ✓ json-schema-2020-12 (pending)
+`
+
+// A requirement set's run lists its scenarios under another header and
+// names the ones it does not score after them.
+func TestParseRequirementsList(t *testing.T) {
+	names, err := ParseScenarioList([]byte(requirementsOut))
+	if err != nil || !slices.Equal(names, []string{"ping", "server-session-lifecycle", "json-schema-2020-12"}) {
+		t.Fatalf("names %v, %v", names, err)
+	}
+	got := ParseUnscored([]byte(requirementsOut))
+	want := map[string]string{"server-session-lifecycle": "added-after-release", "json-schema-2020-12": "pending"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("unscored %v, want %v", got, want)
+	}
+	if ParseUnscored([]byte(listOut)) != nil {
+		t.Fatal("a suite run has unscored scenarios")
+	}
+	if !IsRequirements("2026-07-28") || IsRequirements("active") {
+		t.Fatal("IsRequirements")
+	}
+}
+
+func TestParseBaselines(t *testing.T) {
+	in := "# head\nping old reason\n[2026-07-28 go-sdk]\ncaching no ttl\n\n[2025-11-25 fleetgate]\n"
+	got, err := ParseBaselines([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[""]["ping"] != "old reason" || got[SectionKey("2026-07-28", "go-sdk")]["caching"] != "no ttl" ||
+		len(got[SectionKey("2025-11-25", "fleetgate")]) != 0 || len(got) != 3 {
+		t.Fatalf("got %v", got)
+	}
+	for _, bad := range []string{"[x]\n", "[a b]\n[a b]\n", "[a b]\nping\n", "[A b]\n"} {
+		if _, err := ParseBaselines([]byte(bad)); !errors.Is(err, ErrBadBaseline) {
+			t.Errorf("%q: err %v, want ErrBadBaseline", bad, err)
+		}
+	}
+}
+
+func FuzzParseBaselines(f *testing.F) {
+	f.Add([]byte("ping r\n[2026-07-28 go-sdk]\ncaching r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParseBaselines(b)
+		if err == nil && got[""] == nil {
+			t.Fatal("no default section")
+		}
+	})
+}
+
+func FuzzParseUnscored(f *testing.F) {
+	f.Add([]byte(requirementsOut))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := ParseUnscored(b)
+		if len(m) > MaxScenarios {
+			t.Fatalf("%d unscored scenarios, limit %d", len(m), MaxScenarios)
+		}
+		for name := range m {
+			if !scenarioName.MatchString(name) {
+				t.Fatalf("unscored name %q", name)
 			}
 		}
 	})

@@ -72,7 +72,11 @@ func (c *CLI) RunSuite(ctx context.Context, suite string, names []string, url st
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			put(c.Run(ctx, n, url, &RunOptions{Timeout: opts.Timeout}))
+			ro := &RunOptions{Timeout: opts.Timeout}
+			if IsRequirements(suite) {
+				ro.SpecVersion = suite
+			}
+			put(c.Run(ctx, n, url, ro))
 		}()
 	}
 	wg.Wait()
@@ -90,7 +94,7 @@ func (c *CLI) runOnce(ctx context.Context, suite string, names []string, url str
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := &watch{head: head{max: MaxOutput}, started: make(chan string, MaxScenarios)}
-	cmd := c.command(rctx, "server", "--url", url, "--suite", suite, "-o", dir)
+	cmd := c.command(rctx, append([]string{"server", "--url", url, "-o", dir}, selectArgs(suite)...)...)
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		return

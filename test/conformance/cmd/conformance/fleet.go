@@ -93,6 +93,7 @@ type fleetOptions struct {
 	backendURL  string
 	naming      string // priority or prefix
 	callTimeout time.Duration
+	wantTools   []string // the tools the edge must list; default the conformance backend's
 }
 
 // startFleet starts the controller and the edge and waits until the edge
@@ -137,11 +138,14 @@ func startFleet(ctx context.Context, o fleetOptions) (*fleet, error) {
 		return f, err
 	}
 	f.mcp = "http://" + edgeListen + "/mcp"
-	want := []string{"test_simple_text", "test_sampling"}
+	want, count := []string{"test_simple_text", "test_sampling"}, backendTools
+	if o.wantTools != nil {
+		want, count = o.wantTools, len(o.wantTools)
+	}
 	var last []string
 	if err := waitFor(ctx, 60*time.Second, fmt.Sprintf("edge tools %v", want), func() bool {
 		last = listTools(ctx, f.mcp)
-		return len(last) >= backendTools
+		return len(last) >= count
 	}); err != nil {
 		return f, fmt.Errorf("%w (edge lists %v)", err, last)
 	}

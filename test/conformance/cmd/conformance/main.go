@@ -32,6 +32,7 @@ import (
 
 type options struct {
 	node, script, bin, suiteName, only, naming, expected, markdown string
+	requirements, servers, gosdk                                   string
 	parallel                                                       int
 	timeout, callTimeout                                           time.Duration
 	require, keep, details                                         bool
@@ -43,7 +44,10 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.node, "node", "node", "Node 22 binary")
 	fs.StringVar(&o.script, "script", "", "the suite's dist/index.js (required)")
 	fs.StringVar(&o.bin, "bin", "bin", "directory of the controller and edge binaries")
-	fs.StringVar(&o.suiteName, "suite", "active", "suite to run: active, all or pending")
+	fs.StringVar(&o.suiteName, "suite", "active", "suite to run: active, all or pending (with -requirements \"\")")
+	fs.StringVar(&o.requirements, "requirements", "2025-11-25,2026-07-28", "comma-separated requirement sets (revisions) to measure, each against every -servers server; empty: the -suite against test/conformance's backend")
+	fs.StringVar(&o.servers, "servers", serverFleetgate+","+serverGoSDK, "comma-separated servers for -requirements: fleetgate (test/conformance's backend), go-sdk (go-sdk v1.8.0's conformance/everything-server, stateful before 2026-07-28, -stateless from it)")
+	fs.StringVar(&o.gosdk, "everything-server", "", "a built go-sdk conformance/everything-server (default: built from the module cache)")
 	fs.StringVar(&o.only, "scenario", "", "comma-separated scenarios to run (default every scenario of -suite)")
 	fs.StringVar(&o.naming, "naming", namingAuto, "edge naming: priority (aggregation.conflicts: priority), prefix (today's <backend>_<name>), or auto (priority if the fleet config accepts it)")
 	fs.StringVar(&o.expected, "expected-failures", "test/conformance/expected-failures.txt", "scenarios known to fail through the edge, one a line with its reason; empty for none")
@@ -68,6 +72,16 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("flag -parallel: %d: want 1 to 32", o.parallel)
 	case o.timeout <= 0 || o.callTimeout <= 0:
 		return nil, errors.New("flags -timeout and -edge-call-timeout: want positive durations")
+	}
+	for _, set := range splitList(o.requirements) {
+		if !suite.IsRequirements(set) {
+			return nil, fmt.Errorf("flag -requirements: %q: want revision dates such as 2026-07-28", set)
+		}
+	}
+	for _, s := range splitList(o.servers) {
+		if s != serverFleetgate && s != serverGoSDK {
+			return nil, fmt.Errorf("flag -servers: %q: want %s or %s", s, serverFleetgate, serverGoSDK)
+		}
 	}
 	return o, nil
 }
@@ -95,15 +109,20 @@ func main() {
 
 // run does the whole measurement; it reports whether the verdict is OK.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) (bool, error) {
+	if o.requirements != "" {
+		return runMatrix(ctx, o, stdout, stderr)
+	}
 	base := suite.Baseline{}
 	if o.expected != "" {
 		b, err := os.ReadFile(o.expected)
 		if err != nil {
 			return false, fmt.Errorf("expected failures: %w", err)
 		}
-		if base, err = suite.ParseBaseline(b); err != nil {
+		bases, err := suite.ParseBaselines(b)
+		if err != nil {
 			return false, fmt.Errorf("expected failures %s: %w", o.expected, err)
 		}
+		base = bases[""]
 	}
 	cli := &suite.CLI{Node: o.node, Script: o.script}
 	names, err := cli.Scenarios(ctx, o.suiteName)

@@ -19,7 +19,8 @@ func TestParse(t *testing.T) {
 		return ""
 	}
 	o, err := parse([]string{"-script", "x.js"}, env)
-	if err != nil || !o.require || o.naming != namingAuto || o.suiteName != "active" {
+	if err != nil || !o.require || o.naming != namingAuto || o.suiteName != "active" ||
+		o.requirements != "2025-11-25,2026-07-28" || o.servers != "fleetgate,go-sdk" {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{
@@ -28,6 +29,8 @@ func TestParse(t *testing.T) {
 		{"-script", "x", "-naming", "manual"},
 		{"-script", "x", "-parallel", "0"},
 		{"-script", "x", "-timeout", "0s"},
+		{"-script", "x", "-requirements", "latest"},
+		{"-script", "x", "-servers", "fleetgate,nginx"},
 	} {
 		if _, err := parse(bad, func(string) string { return "" }); err == nil {
 			t.Errorf("%q: no error", bad)
