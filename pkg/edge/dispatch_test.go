@@ -95,6 +95,7 @@ func TestRouteSameOnLane(t *testing.T) {
 	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
 	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	sid := rawInitialize(t, e.MCPURL(), "alice")
+	fastReady(t, e, sid) // bound and initialized: its calls are the edge's
 	session := func(user string, more ...string) map[string]string {
 		h := map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid, userHeader: user}
 		for i := 0; i+1 < len(more); i += 2 {

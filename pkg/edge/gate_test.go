@@ -149,6 +149,7 @@ func TestConcurrencySlotPerCall(t *testing.T) {
 	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
 	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	sid := rawInitialize(t, e.MCPURL(), "alice")
+	fastReady(t, e, sid)
 	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{Identity: &ratelimit.IdentityLimits{ConcurrentCalls: 1}}}, e)
 	keep := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	defer keep.CloseIdleConnections()
@@ -201,6 +202,7 @@ func TestLaneFailedAuthCharged(t *testing.T) {
 	if code := send(good, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
 		t.Fatalf("initialized: %d", code)
 	}
+	fastReady(t, e, sid) // its calls are the edge's: the connection becomes a lane
 	if code := send(good, gateCall(1, "alpha_echo")); code != http.StatusOK {
 		t.Fatalf("first call (the connection becomes a lane): %d", code)
 	}
