@@ -34,6 +34,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/config"
 	"github.com/fleetgate/fleetgate/pkg/controller"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/dashboard"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
@@ -52,6 +53,9 @@ type options struct {
 	adminHosts []string
 	nats       natsAccess
 	region     regionFlags
+	// refLimits bound the files and variables the config's header
+	// references may name (--credential-dir, --credential-env-prefix).
+	refLimits credential.Limits
 }
 
 func main() {
@@ -73,6 +77,9 @@ func main() {
 		os.Exit(2)
 	}
 	fleet, err := config.Load(o.configPath)
+	if err == nil {
+		err = config.CheckRefs(o.configPath, fleet, o.refLimits)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(2)
@@ -99,6 +106,8 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	o.nats.flags(fs)
 	o.region.flags(fs)
 	tokenFile := fs.String("admin-token-file", "", "when set, every admin request but /healthz and /readyz needs Authorization: Bearer <the file's content>")
+	fs.StringVar(&o.refLimits.Dir, "credential-dir", credential.DefaultDir, "directory every {file: PATH} header reference of the config must lie under (\"/\": anywhere)")
+	fs.StringVar(&o.refLimits.EnvPrefix, "credential-env-prefix", "", "prefix every {env: NAME} header reference of the config must begin with (empty: any but FLEETGATE_*)")
 	allowedHosts := fs.String("admin-allowed-hosts", "", "more Host values the admin API answers (name or name:port, comma-separated); loopback names with the listen port always pass")
 	if err := cmdline.Parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -108,6 +117,9 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		if o.adminToken, err = adminauth.ReadTokenFile(*tokenFile); err != nil {
 			return nil, fmt.Errorf("flag -admin-token-file: %w", err)
 		}
+	}
+	if err := o.refLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("flag -credential-dir or -credential-env-prefix: %w", err)
 	}
 	if o.adminHosts, err = adminauth.ParseAllowedHosts(*allowedHosts); err != nil {
 		return nil, fmt.Errorf("flag -admin-allowed-hosts: %w", err)
@@ -257,7 +269,7 @@ func run(o *options, fleet *config.Fleet) error {
 	}()
 	ctl, err := controller.New(controller.Options{ID: o.id, Fleet: fleet, ConfigPath: o.configPath, JetStream: js, Log: log,
 		OutboxDir: filepath.Join(o.dataDir, "outbox"), Replicas: o.replicas, LeaseTTL: o.leaseTTL, Registerer: reg, Logger: &zl,
-		TracerProvider: tp.TracerProvider(), Regions: o.region.regions})
+		TracerProvider: tp.TracerProvider(), Regions: o.region.regions, RefLimits: &o.refLimits})
 	if err != nil {
 		return err
 	}

@@ -171,6 +171,11 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 	}
 	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport, Headers: headers, AllowLinkLocal: body.AllowLinkLocal,
 		Tools: body.Tools, Prompts: body.Prompts, Resources: body.Resources}
+	// A credential reference goes only where the config file sends it.
+	if err := c.fileFleet().CheckBinding(group, b); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
+		return
+	}
 	err = c.submit(r.Context(), func(f *config.Fleet) error { return f.Put(group, b) })
 	if err != nil {
 		writeError(w, statusOf(err), fmt.Errorf("PUT backend %s/%s: %w", group, name, err))

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetgate/fleetgate/pkg/config"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/leader"
@@ -30,6 +31,10 @@ type Options struct {
 	Fleet *config.Fleet
 	// ConfigPath is re-read by Reload; empty disables reload.
 	ConfigPath string
+	// RefLimits, when set, bound the files and variables the header
+	// references of a config Reload loads may name (the caller checks
+	// Fleet itself, config.CheckRefs).
+	RefLimits *credential.Limits
 	// JetStream connection (required).
 	JetStream jetstream.JetStream
 	// Log is the event log (required).
@@ -72,8 +77,12 @@ type Controller struct {
 
 	cmds chan command
 
-	mu       sync.Mutex
-	fleet    *config.Fleet
+	mu    sync.Mutex
+	fleet *config.Fleet
+	// file is the fleet as the config file last loaded gives it (Fleet,
+	// then every Reload): the admin API may pair a credential reference
+	// only with the backend and origin it has there.
+	file     *config.Fleet
 	leading  bool
 	statuses map[BackendKey]liveStatus
 	views    map[string]viewCache // by group, see groupView
@@ -90,7 +99,7 @@ func New(o Options) (*Controller, error) {
 		return nil, errors.New("controller: ID, Fleet, JetStream, Log and OutboxDir are required")
 	}
 	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(),
-		statuses: map[BackendKey]liveStatus{}}
+		file: o.Fleet.Clone(), statuses: map[BackendKey]liveStatus{}}
 	if o.Logger != nil {
 		c.zl = *o.Logger
 	}

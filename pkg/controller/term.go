@@ -306,16 +306,34 @@ func (c *Controller) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	if c.opts.RefLimits != nil {
+		if err := config.CheckRefs(c.opts.ConfigPath, f, *c.opts.RefLimits); err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
+	}
 	if !c.Leading() {
 		c.mu.Lock()
-		c.fleet = f
+		c.fleet, c.file = f, f.Clone()
 		c.mu.Unlock()
 		return nil
 	}
-	return c.submit(ctx, func(cur *config.Fleet) error {
+	err = c.submit(ctx, func(cur *config.Fleet) error {
 		*cur = *f
 		return nil
 	})
+	if err == nil {
+		c.mu.Lock()
+		c.file = f.Clone()
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// fileFleet returns the fleet as the config file last loaded gives it.
+func (c *Controller) fileFleet() *config.Fleet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.file
 }
 
 // changeAges records the age of the changes of events just stored in the
