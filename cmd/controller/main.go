@@ -76,10 +76,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(2)
 	}
-	fleet, err := config.Load(o.configPath)
-	if err == nil {
-		err = config.CheckRefs(o.configPath, fleet, o.refLimits)
-	}
+	fleet, err := loadFleet(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(2)
@@ -88,6 +85,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
+}
+
+// loadFleet loads --config and checks its header references against
+// --credential-dir and --credential-env-prefix.
+func loadFleet(o *options) (*config.Fleet, error) {
+	fleet, err := config.Load(o.configPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.CheckRefs(o.configPath, fleet, o.refLimits); err != nil {
+		return nil, fmt.Errorf("%w (see --credential-dir and --credential-env-prefix)", err)
+	}
+	return fleet, nil
 }
 
 func parse(args []string, getenv func(string) string) (*options, error) {
