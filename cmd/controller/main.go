@@ -298,7 +298,7 @@ func run(o *options, fleet *config.Fleet) error {
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", o.adminListen, err)
 	}
-	admin := adminauth.Guard(dash.Handler(ctl.Handler(reg)), adminauth.Options{Token: o.adminToken, AllowedHosts: o.adminHosts,
+	admin := adminauth.Guard(dash.Handler(ctl.Handler(reg)), adminauth.Options{Role: "controller", Token: o.adminToken, AllowedHosts: o.adminHosts,
 		ListenAddr: ln.Addr().String(), Open: dashboard.OpenPaths()})
 	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second}
 	zl.Info().Str("admin", "http://"+ln.Addr().String()).Str("dashboard", "http://"+ln.Addr().String()+"/ui/").Msg("controller started")
