@@ -2,6 +2,8 @@ package credential
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +112,55 @@ func TestOrigin(t *testing.T) {
 		}
 		if err != nil || got != want {
 			t.Errorf("Origin(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+}
+
+// A Transport with Limits never reads a reference out of bounds: every
+// request fails with a *ResolveError naming the header and the reference,
+// and the backend gets nothing.
+func TestTransportLimits(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "alpha"), filepath.Join(t.TempDir(), "seed")
+	for _, p := range []string{in, out} {
+		if err := os.WriteFile(p, []byte("s3cret-"+filepath.Base(p)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("X-Key"))
+	}))
+	defer srv.Close()
+	l := &Limits{Dir: dir}
+	for _, c := range []struct {
+		ref  Ref
+		sent string // "" refused
+	}{
+		{Ref{File: in}, "s3cret-alpha"},
+		{Ref{File: out}, ""},
+		{Ref{Env: "FLEETGATE_ADMIN_TOKEN"}, ""},
+	} {
+		got = nil
+		t.Setenv("FLEETGATE_ADMIN_TOKEN", "s3cret-admin")
+		tr := NewTransport(nil, Headers{"X-Key": c.ref}, &TransportOptions{Backend: "alpha", URL: srv.URL, Limits: l})
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/mcp")
+		if c.sent != "" {
+			if err != nil || len(got) != 1 || got[0] != c.sent {
+				t.Errorf("%s: %v, backend got %q", c.ref, err, got)
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+			continue
+		}
+		if err == nil {
+			resp.Body.Close()
+		}
+		if err == nil || !errors.Is(err, ErrUnresolved) || !errors.Is(err, ErrOutOfBounds) || len(got) != 0 ||
+			!strings.Contains(err.Error(), `credential of backend "alpha", header X-Key: `+c.ref.String()+": out of the allowed bounds") ||
+			strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v, backend got %q; want a refusal naming the reference, nothing sent", c.ref, err, got)
 		}
 	}
 }
