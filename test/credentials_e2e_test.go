@@ -173,7 +173,7 @@ health:
 	ctl := startLoggedProc(t, "controller", []string{"CREDTEST_ALPHA_AUTHORIZATION=Bearer " + alphaSecret,
 		"CREDTEST_GAMMA_AUTHORIZATION=Bearer " + gammaSecret},
 		"--config", cfg, "--nats-url", node.ClientURL(), "--id", "cred-ctl", "--admin-listen", admin,
-		"--data-dir", t.TempDir(), "--lease-ttl", "1s", "--log-format", "json")
+		"--data-dir", t.TempDir(), "--lease-ttl", "1s", "--log-format", "json", "--credential-dir", dir)
 	ctlAdmin := "http://" + admin
 	// The controller's probes carry the headers: every backend healthy.
 	eventually(t, 30*time.Second, "every backend advertised", func() bool {

@@ -59,7 +59,13 @@ func TestConfigDestinationsRefused(t *testing.T) {
 // request.
 func TestAdminPutDestinations(t *testing.T) {
 	node := startNATS(t)
-	x := startController(t, node.ClientURL(), "ctl-put", fleetYAMLAt(200*time.Millisecond, 100*time.Millisecond))
+	// The config file holds local's header reference: the admin API
+	// may pair a reference only with the backend and origin the file
+	// gives it (TestAdminPutCredentialOrigin).
+	yaml := strings.Replace(fleetYAMLAt(200*time.Millisecond, 100*time.Millisecond), "backends:\n",
+		"backends:\n      - name: local\n        url: http://[fe80::1%25lo]:9/mcp\n        allow_link_local: true\n"+
+			"        headers:\n          X-Api-Key: {file: /nonexistent/key}\n", 1)
+	x := startController(t, node.ClientURL(), "ctl-put", yaml)
 	eventually(t, 20*time.Second, "leader", x.c.Leading)
 	const leak = "pw-31c9aa02"
 	put := func(name, body string) (int, string) {

@@ -34,6 +34,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/config"
 	"github.com/fleetgate/fleetgate/pkg/controller"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/dashboard"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
@@ -55,6 +56,9 @@ type options struct {
 	nats       natsAccess
 	region     regionFlags
 	stdio      stdio.Flags
+	// refLimits bound the files and variables the config's header
+	// references may name (--credential-dir, --credential-env-prefix).
+	refLimits credential.Limits
 }
 
 func main() {
@@ -75,7 +79,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(2)
 	}
-	fleet, err := config.Load(o.configPath)
+	fleet, err := loadFleet(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(2)
@@ -84,6 +88,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
+}
+
+// loadFleet loads --config and checks its header references against
+// --credential-dir and --credential-env-prefix.
+func loadFleet(o *options) (*config.Fleet, error) {
+	fleet, err := config.Load(o.configPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.CheckRefs(o.configPath, fleet, o.refLimits); err != nil {
+		return nil, fmt.Errorf("%w (see --credential-dir and --credential-env-prefix)", err)
+	}
+	return fleet, nil
 }
 
 func parse(args []string, getenv func(string) string) (*options, error) {
@@ -103,6 +120,8 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	o.region.flags(fs)
 	o.stdio.Register(fs)
 	tokenFile := fs.String("admin-token-file", "", "when set, every admin request but /healthz and /readyz needs Authorization: Bearer <the file's content>")
+	fs.StringVar(&o.refLimits.Dir, "credential-dir", credential.DefaultDir, "directory every {file: PATH} header reference of the config must lie under (\"/\": anywhere)")
+	fs.StringVar(&o.refLimits.EnvPrefix, "credential-env-prefix", "", "prefix every {env: NAME} header reference of the config must begin with (empty: any but FLEETGATE_*)")
 	allowedHosts := fs.String("admin-allowed-hosts", "", "more Host values the admin API answers (name or name:port, comma-separated); loopback names with the listen port always pass")
 	if err := cmdline.Parse(fs, args, getenv); err != nil {
 		return nil, err
@@ -112,6 +131,9 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		if o.adminToken, err = adminauth.ReadTokenFile(*tokenFile); err != nil {
 			return nil, fmt.Errorf("flag -admin-token-file: %w", err)
 		}
+	}
+	if err := o.refLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("flag -credential-dir or -credential-env-prefix: %w", err)
 	}
 	if o.adminHosts, err = adminauth.ParseAllowedHosts(*allowedHosts); err != nil {
 		return nil, fmt.Errorf("flag -admin-allowed-hosts: %w", err)
@@ -265,7 +287,7 @@ func run(o *options, fleet *config.Fleet) error {
 	}
 	ctl, err := controller.New(controller.Options{ID: o.id, Fleet: fleet, ConfigPath: o.configPath, JetStream: js, Log: log,
 		OutboxDir: filepath.Join(o.dataDir, "outbox"), Replicas: o.replicas, LeaseTTL: o.leaseTTL, Registerer: reg, Logger: &zl,
-		TracerProvider: tp.TracerProvider(), Regions: o.region.regions, Stdio: stdioHost})
+		TracerProvider: tp.TracerProvider(), Regions: o.region.regions, Stdio: stdioHost, RefLimits: &o.refLimits})
 	if err != nil {
 		return err
 	}
@@ -284,7 +306,7 @@ func run(o *options, fleet *config.Fleet) error {
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", o.adminListen, err)
 	}
-	admin := adminauth.Guard(dash.Handler(ctl.Handler(reg)), adminauth.Options{Token: o.adminToken, AllowedHosts: o.adminHosts,
+	admin := adminauth.Guard(dash.Handler(ctl.Handler(reg)), adminauth.Options{Role: "controller", Token: o.adminToken, AllowedHosts: o.adminHosts,
 		ListenAddr: ln.Addr().String(), Open: dashboard.OpenPaths()})
 	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second}
 	zl.Info().Str("admin", "http://"+ln.Addr().String()).Str("dashboard", "http://"+ln.Addr().String()+"/ui/").Msg("controller started")

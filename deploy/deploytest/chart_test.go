@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"encoding/base64"
+	"fmt"
 	"path"
 	"strings"
 	"testing"
@@ -317,31 +318,80 @@ func TestServiceMonitor(t *testing.T) {
 		t.Errorf("ServiceMonitor without its CRD: %v, want a refusal naming the CRD", err)
 	}
 	o := mustRender(t, renderOpts{values: on, apiVersions: []string{serviceMonAPI}, stubNATS: true})
-	if len(o.monitors) != 1 {
-		t.Fatalf("%d ServiceMonitors, want 1", len(o.monitors))
+	if len(o.monitors) != 2 {
+		t.Fatalf("%d ServiceMonitors, want 2 (one per role)", len(o.monitors))
 	}
-	sm := o.monitors[0]
-	sel := selector(t, &sm.Spec.Selector)
-	var selected []string
-	for _, s := range o.services {
-		if sel.Matches(labels.Set(s.Labels)) {
-			selected = append(selected, s.Name)
+	// Each role's admin Service is scraped with that role's own token.
+	want := map[string]string{controllerName: "fg-fleetgate-admin-token", edgeName + "-admin": "fg-fleetgate-edge-admin-token"}
+	got := map[string]string{}
+	for _, sm := range o.monitors {
+		sel := selector(t, &sm.Spec.Selector)
+		if len(sm.Spec.Endpoints) != 1 {
+			t.Fatalf("%s: endpoints %+v", sm.Name, sm.Spec.Endpoints)
+		}
+		ep := sm.Spec.Endpoints[0]
+		if ep.Port != "admin" || ep.Path != "/metrics" || ep.Authorization == nil || ep.Authorization.Credentials == nil {
+			t.Errorf("%s: endpoint %+v, want /metrics on admin with an admin token", sm.Name, ep)
+			continue
+		}
+		for _, s := range o.services {
+			if sel.Matches(labels.Set(s.Labels)) {
+				if _, dup := got[s.Name]; dup {
+					t.Errorf("Service %s is selected twice", s.Name)
+				}
+				got[s.Name] = ep.Authorization.Credentials.Name
+			}
 		}
 	}
-	want := []string{controllerName, edgeName + "-admin"}
-	if strings.Join(selected, ",") != strings.Join(want, ",") {
-		t.Errorf("ServiceMonitor selects %v, want the admin Services %v", selected, want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ServiceMonitors scrape %v, want the admin Services with their role's token %v", got, want)
 	}
-	if len(sm.Spec.Endpoints) != 1 {
-		t.Fatalf("endpoints %+v", sm.Spec.Endpoints)
+	for _, name := range want {
+		if o.secret(name) == nil {
+			t.Errorf("no admin token Secret %s", name)
+		}
 	}
-	ep := sm.Spec.Endpoints[0]
-	if ep.Port != "admin" || ep.Path != "/metrics" || ep.Authorization == nil || ep.Authorization.Credentials == nil ||
-		ep.Authorization.Credentials.Name != "fg-fleetgate-admin-token" {
-		t.Errorf("endpoint %+v, want /metrics on admin with the admin token", ep)
+}
+
+// Controllers and edges mount different admin token Secrets, with
+// different tokens; the same token (or Secret) for both is refused.
+func TestAdminTokenPerRole(t *testing.T) {
+	c := newCreds(t)
+	o := mustRender(t, renderOpts{values: c.values(), stubNATS: true})
+	mounted := map[string]string{}
+	for wl, p := range o.podSpecs() {
+		for _, v := range p.Spec.Volumes {
+			if v.Name == "admin-token" && v.Secret != nil {
+				mounted[wl] = v.Secret.SecretName
+			}
+		}
 	}
-	if o.secret("fg-fleetgate-admin-token") == nil {
-		t.Error("no admin token Secret")
+	ctlSecret, edgeSecret := mounted["StatefulSet/"+controllerName], mounted["Deployment/"+edgeName]
+	if ctlSecret == "" || edgeSecret == "" || ctlSecret == edgeSecret {
+		t.Fatalf("admin token Secrets mounted %v: want one per role", mounted)
+	}
+	ct, et := o.secret(ctlSecret), o.secret(edgeSecret)
+	if ct == nil || et == nil {
+		t.Fatalf("Secrets %s, %s not rendered", ctlSecret, edgeSecret)
+	}
+	if a, b := ct.Data["token"], et.Data["token"]; len(a) < 32 || len(b) < 32 || string(a) == string(b) {
+		t.Errorf("controller and edge tokens: want two different random tokens")
+	}
+	o = mustRender(t, renderOpts{values: merge(c.values(), set("adminToken.value", "c0ntroller-t0ken-0123456789abcdef"),
+		set("adminToken.edge.value", "edge-t0ken-0123456789abcdef")), stubNATS: true})
+	if string(o.secret("fg-fleetgate-edge-admin-token").Data["token"]) != "edge-t0ken-0123456789abcdef" {
+		t.Error("adminToken.edge.value is not the edges' token")
+	}
+	for _, c := range []struct {
+		vals map[string]any
+		want string
+	}{
+		{merge(c.values(), set("adminToken.value", "same-t0ken"), set("adminToken.edge.value", "same-t0ken")), "adminToken.edge.value"},
+		{merge(c.values(), set("adminToken.existingSecret", "mine"), set("adminToken.edge.existingSecret", "mine")), "adminToken.edge.existingSecret"},
+	} {
+		if _, err := render(t, renderOpts{values: c.vals, stubNATS: true}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("one token for both roles: %v, want a refusal naming %s", err, c.want)
+		}
 	}
 }
 

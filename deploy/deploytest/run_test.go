@@ -99,8 +99,27 @@ func TestRenderedPodsRun(t *testing.T) {
 	if code := status(t, admins[0]+"/v1/state", token); code != http.StatusOK {
 		t.Errorf("/v1/state with the rendered token: %d, want 200", code)
 	}
-	if code := status(t, edgeAdmin+"/v1/sessions", token); code != http.StatusOK {
-		t.Errorf("edge /v1/sessions with the rendered token: %d, want 200", code)
+	// Each role has its own token: the edges' is refused by the
+	// controllers (and the controllers' by the edges).
+	edgeToken := string(o.secret("fg-fleetgate-edge-admin-token").Data["token"])
+	if edgeToken == "" || edgeToken == token {
+		t.Fatalf("the edges' admin token: want one of their own")
+	}
+	if code := status(t, edgeAdmin+"/v1/sessions", edgeToken); code != http.StatusOK {
+		t.Errorf("edge /v1/sessions with the edges' token: %d, want 200", code)
+	}
+	for _, a := range admins {
+		for _, p := range []string{"/v1/state", "/v1/groups/default/view", "/metrics"} {
+			if code := status(t, a+p, edgeToken); code != http.StatusUnauthorized {
+				t.Errorf("controller %s with the edges' token: %d, want 401", p, code)
+			}
+		}
+	}
+	if code := putStatus(t, admins[0]+"/v1/groups/default/backends/evil", edgeToken, `{"url": "http://attacker.example/mcp"}`); code != http.StatusUnauthorized {
+		t.Errorf("controller PUT backend with the edges' token: %d, want 401", code)
+	}
+	if code := status(t, edgeAdmin+"/v1/sessions", token); code != http.StatusUnauthorized {
+		t.Errorf("edge /v1/sessions with the controllers' token: %d, want 401", code)
 	}
 }
 
@@ -304,4 +323,19 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+func putStatus(t *testing.T, url, token, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("PUT %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// that port 0 is resolved); loopback names pass with its port. Empty:
 	// loopback names pass with any port.
 	ListenAddr string
+	// Role names the API's role ("controller", "edge") in the 401: its
+	// realm and message say whose token is wanted, for each role has its
+	// own (a controller refuses an edge's). Empty: not named.
+	Role string
 	// Open are exact paths that GET and HEAD requests reach without the
 	// token (the Host check still applies): static assets that hold no
 	// data, such as a page shell that then asks for the token.
@@ -102,6 +106,12 @@ func Guard(next http.Handler, o Options) http.Handler {
 		}
 		return false
 	}
+	realm, wanted := `Bearer realm="fleetgate admin"`, "admin token required: Authorization: Bearer <the content of --admin-token-file>"
+	if o.Role != "" {
+		realm = `Bearer realm="fleetgate ` + o.Role + ` admin"`
+		wanted = "the " + o.Role + "'s admin token required: Authorization: Bearer <the content of the " + o.Role +
+			"'s --admin-token-file>; each role has its own token"
+	}
 	open := make(map[string]bool, len(o.Open))
 	for _, p := range o.Open {
 		open[p] = true
@@ -119,8 +129,8 @@ func Guard(next http.Handler, o Options) http.Handler {
 			got, ok := bearer(r.Header.Values("Authorization"))
 			sum := sha256.Sum256(got)
 			if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="fleetgate admin"`)
-				refuse(w, http.StatusUnauthorized, "admin token required: Authorization: Bearer <the content of --admin-token-file>")
+				w.Header().Set("WWW-Authenticate", realm)
+				refuse(w, http.StatusUnauthorized, wanted)
 				return
 			}
 		}

@@ -222,3 +222,54 @@ func FuzzParseAllowedHosts(f *testing.F) {
 		}
 	})
 }
+
+// Each role has its own token: the edge's is refused by the controller's
+// API (401 whose realm and message name the controller), and the
+// controller's by the edge's.
+func TestGuardRoles(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"controller": "c0ntroller-t0ken", "edge": "edge-t0ken"}
+	servers := map[string]*httptest.Server{}
+	for role, tok := range files {
+		p := filepath.Join(dir, role+".token")
+		if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		read, err := adminauth.ReadTokenFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[role] = httptest.NewServer(adminauth.Guard(ok, adminauth.Options{Role: role, Token: read}))
+		defer servers[role].Close()
+	}
+	for _, c := range []struct {
+		at, token string
+		want      int
+	}{
+		{"controller", files["controller"], 200},
+		{"controller", files["edge"], 401},
+		{"edge", files["edge"], 200},
+		{"edge", files["controller"], 401},
+	} {
+		req, _ := http.NewRequest("PUT", servers[c.at].URL+"/v1/groups/default/backends/alpha", strings.NewReader(`{}`))
+		adminauth.SetToken(req.Header, []byte(c.token))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, 512)
+		n, _ := resp.Body.Read(body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s with %s's token: %d, want %d", c.at, c.token, resp.StatusCode, c.want)
+		}
+		if c.want == 401 {
+			if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="fleetgate `+c.at+` admin"` {
+				t.Errorf("%s: challenge %q", c.at, got)
+			}
+			if !strings.Contains(string(body[:n]), "the "+c.at+"'s admin token required") || strings.Contains(string(body[:n]), "t0ken") {
+				t.Errorf("%s: 401 body %q", c.at, body[:n])
+			}
+		}
+	}
+}

@@ -29,8 +29,13 @@ type Entry struct {
 	Group string `json:"group"`
 	// Edge is the edge instance id.
 	Edge string `json:"edge,omitempty"`
-	// SessionID is the MCP session (Mcp-Session-Id), "" for none.
-	SessionID string `json:"session_id"`
+	// SessionID is the MCP session (Mcp-Session-Id), "" for none. It is
+	// never published: Record replaces it with SessionHash (a session id
+	// is bearer-equivalent without authentication).
+	SessionID string `json:"-"`
+	// SessionHash is sessionstore.IDHash of the session id, what logs
+	// carry too; "" for none.
+	SessionHash string `json:"session_hash,omitempty"`
 	// OwnerHash identifies the session's owner without revealing it (a
 	// hash of the authenticated principal); "" when unauthenticated.
 	OwnerHash string `json:"owner_hash,omitempty"`

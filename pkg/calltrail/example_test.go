@@ -53,5 +53,5 @@ func Example() {
 	// Output:
 	// <nil> 1
 	// fleetgate.calls.default
-	// {"time":"2026-03-01T12:00:00Z","group":"default","session_id":"s1","tool":"alpha_echo","backend_tool":"echo","backend":"alpha","generation":7,"latency_ns":3000000,"outcome":"ok"}
+	// {"time":"2026-03-01T12:00:00Z","group":"default","session_hash":"d6430a118248c8b9","tool":"alpha_echo","backend_tool":"echo","backend":"alpha","generation":7,"latency_ns":3000000,"outcome":"ok"}
 }

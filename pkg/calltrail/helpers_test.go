@@ -3,6 +3,7 @@ package calltrail
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,10 @@ func (e *env) read(t *testing.T, stream string, n int) ([]Entry, []string) {
 		msg, err := c.Next(jetstream.FetchContext(ctx))
 		if err != nil {
 			t.Fatalf("after %d of %d entries: %v", len(entries), n, err)
+		}
+		// A session id is never published, only its hash.
+		if strings.Contains(string(msg.Data()), "sess-1") {
+			t.Fatalf("a published entry carries the session id: %s", msg.Data())
 		}
 		var got Entry
 		if err := json.Unmarshal(msg.Data(), &got); err != nil {

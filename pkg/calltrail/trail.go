@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Defaults of Options.
@@ -240,10 +242,14 @@ func (o *Options) withDefaults() (Options, error) {
 // Record queues e for publishing. It never blocks: when the queue is full
 // the entry is dropped and counted (fleetgate_calltrail_dropped_total with
 // reason "queue_full"). Arguments are dropped unless IncludeArguments; when
-// kept, the caller must not modify their bytes afterwards.
+// kept, the caller must not modify their bytes afterwards. The session id
+// is replaced by its hash (Entry.SessionHash).
 func (t *Trail) Record(e Entry) {
 	if !t.o.IncludeArguments {
 		e.Arguments = nil
+	}
+	if e.SessionID != "" {
+		e.SessionHash, e.SessionID = sessionstore.IDHash(e.SessionID), ""
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()

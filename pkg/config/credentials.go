@@ -236,3 +236,65 @@ func (d *decoder) envRefs(e entry) (map[string]credential.Ref, error) {
 	}
 	return out, nil
 }
+
+// CheckRefs checks every header reference of f against the limits the
+// operator set (credential.Limits: a directory and a variable prefix).
+// The error is a *FieldError naming file and the reference's field
+// ("groups[0].backends[1].headers.Authorization") and the reference, never
+// a value.
+func CheckRefs(file string, f *Fleet, l credential.Limits) error {
+	for gi, g := range f.Groups {
+		for bi, b := range g.Backends {
+			for _, name := range b.Headers.Names() {
+				if err := l.Check(b.Headers[name]); err != nil {
+					return &FieldError{File: file, Field: fmt.Sprintf("groups[%d].backends[%d].headers.%s", gi, bi, name), Msg: err.Error(), Err: err}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ErrUnboundRef is matched by CheckBinding's refusals.
+var ErrUnboundRef = errors.New("credential reference not bound to this backend and origin")
+
+// CheckBinding checks backend b, about to be put into group by the admin
+// API, against f, the fleet as its config file gives it: every header
+// reference of b must be one the file holds for the backend of that name
+// in that group (under any header), and b's URL must have the origin
+// (scheme, host, port) of that backend's URL in the file. A reference is
+// so sent only where the config file's author meant it to go; the admin
+// API can neither point it at another origin nor introduce one. Errors are
+// *FieldError naming "headers.<Name>" and the reference, matching
+// ErrUnboundRef; none quotes a value.
+func (f *Fleet) CheckBinding(group string, b Backend) error {
+	if len(b.Headers) == 0 {
+		return nil
+	}
+	fb, inFile := f.Backend(group, b.Name)
+	held := map[credential.Ref]bool{}
+	for _, r := range fb.Headers {
+		held[r] = true
+	}
+	for _, name := range b.Headers.Names() {
+		r := b.Headers[name]
+		fail := func(msg string) error {
+			return &FieldError{Field: "headers." + name, Msg: fmt.Sprintf("credential reference %s %s (put backend %q into group %q)", r, msg, b.Name, group), Err: ErrUnboundRef}
+		}
+		if !inFile || !held[r] {
+			return fail("is not one the config file holds for this backend; the admin API cannot introduce a reference")
+		}
+		want, err := credential.Origin(fb.URL)
+		if err != nil {
+			return fail("has no origin in the config file")
+		}
+		got, err := credential.Origin(b.URL)
+		if err != nil {
+			return &FieldError{Field: "url", Msg: err.Error()}
+		}
+		if got != want {
+			return fail(fmt.Sprintf("is bound to the origin %s of this backend in the config file, not %s", want, got))
+		}
+	}
+	return nil
+}

@@ -83,14 +83,22 @@
 //
 //	next := current.Clone()
 //	headers, err := config.ParseHeadersJSON(body.Headers) // 400: a *FieldError naming "headers.<Name>"
-//	err = next.Put(group, config.Backend{Name: name, URL: body.URL, Transport: body.Transport,
-//		Headers: headers, AllowLinkLocal: body.AllowLinkLocal})
+//	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport,
+//		Headers: headers, AllowLinkLocal: body.AllowLinkLocal}
+//	err = fromFile.CheckBinding(group, b) // 400: a reference the file does not hold for b, or at another origin
+//	err = next.Put(group, b)
 //	// 400: err is a *FieldError naming "group", "name", "url", "transport" or "headers..."
 //	m := config.Diff(current, next) // Added, Removed, Updated backends
 //	current = next
 //
+// A credential reference is bound to the backend and origin the config file
+// gives it: CheckBinding, on the fleet as last loaded from the file, refuses
+// a PUT that pairs one with another origin or brings in one the file does
+// not hold; CheckRefs bounds the files and variables references may name
+// (credential.Limits), at load.
+//
 // Put applies the rules of the file (and creates an unknown group); Delete
 // reports ErrNotFound for an unknown group or backend and keeps a group that
 // becomes empty. Nothing in the package does I/O except Load, which reads
-// the file.
+// the file (and CheckRefs, which looks whether a referenced file is a link).
 package config

@@ -194,6 +194,11 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
 		return
 	}
+	// A credential reference goes only where the config file sends it.
+	if err := c.fileFleet().CheckBinding(group, b); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))
+		return
+	}
 	err = c.submitAdmin(r.Context(), adminChange{ref: config.BackendRef{Group: group, Name: name}, what: "PUT " + group + "/" + name,
 		apply: func(f *config.Fleet) error { return f.Put(group, b) }})
 	if err != nil {

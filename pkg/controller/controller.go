@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fleetgate/fleetgate/pkg/config"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/leader"
@@ -33,6 +34,10 @@ type Options struct {
 	Fleet *config.Fleet
 	// ConfigPath is re-read by Reload; empty disables reload.
 	ConfigPath string
+	// RefLimits, when set, bound the files and variables the header
+	// references of a config Reload loads may name (the caller checks
+	// Fleet itself, config.CheckRefs).
+	RefLimits *credential.Limits
 	// JetStream connection (required).
 	JetStream jetstream.JetStream
 	// Log is the event log (required).
@@ -82,8 +87,10 @@ type Controller struct {
 	mu    sync.Mutex
 	fleet *config.Fleet
 	// file is the config file as last loaded (Options.Fleet, then each
-	// reload's); admin the changes the admin API made since, kept across
-	// reloads (reload.go).
+	// reload's): a reload is rebased on it, and the admin API may pair a
+	// credential reference only with the backend and origin it has there;
+	// admin the changes the admin API made since, kept across reloads
+	// (reload.go).
 	file     *config.Fleet
 	admin    []adminChange
 	leading  bool

@@ -351,6 +351,11 @@ func (c *Controller) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	if c.opts.RefLimits != nil {
+		if err := config.CheckRefs(c.opts.ConfigPath, f, *c.opts.RefLimits); err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
+	}
 	if err := checkStdio(c.opts.Stdio, f); err != nil {
 		return fmt.Errorf("reload %s: %w", c.opts.ConfigPath, err)
 	}
@@ -390,6 +395,13 @@ func (c *Controller) Reload(ctx context.Context) error {
 		c.zl.Warn().Str("change", d.what).Str("reason", d.why).Msg("reload drops an admin API change")
 	}
 	return nil
+}
+
+// fileFleet returns the fleet as the config file last loaded gives it.
+func (c *Controller) fileFleet() *config.Fleet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.file
 }
 
 // changeAges records the age of the changes of events just stored in the

@@ -33,6 +33,13 @@ type TransportOptions struct {
 	Recheck time.Duration
 	// Now is the clock of Recheck; default time.Now.
 	Now func() time.Time
+	// Limits, when set, bound the references the Transport resolves: one
+	// out of bounds (Limits.Check) fails every request as an unresolved
+	// one does, before it is read. A process that receives references
+	// from elsewhere (an edge, from the event log) sets the bounds its
+	// operator allows, so that a forged event cannot make it read and
+	// send any file or variable.
+	Limits *Limits
 	// OnError is called when resolving starts failing, once, and not again
 	// until a resolution succeeded (a log line per outage, not per call).
 	// The error is a *ResolveError, safe to log.
@@ -53,6 +60,7 @@ type Transport struct {
 	recheck      time.Duration
 	now          func() time.Time
 	onError      func(error)
+	limits       *Limits
 
 	mu      sync.Mutex // serializes resolving
 	cur     atomic.Pointer[resolved]
@@ -77,7 +85,7 @@ func NewTransport(next http.RoundTripper, h Headers, o *TransportOptions) *Trans
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	t := &Transport{next: next, backend: o.Backend, headers: h.Clone(), recheck: o.Recheck, now: o.Now, onError: o.OnError}
+	t := &Transport{next: next, backend: o.Backend, headers: h.Clone(), recheck: o.Recheck, now: o.Now, onError: o.OnError, limits: o.Limits}
 	if t.recheck == 0 {
 		t.recheck = DefaultRecheck
 	}
@@ -123,7 +131,16 @@ func (t *Transport) refresh() error {
 	defer t.mu.Unlock()
 	r := &resolved{at: t.now()}
 	for _, name := range t.headers.Names() {
-		s, err := Resolve(t.headers[name])
+		var s Secret
+		var err error
+		if t.limits != nil {
+			if lerr := t.limits.Check(t.headers[name]); lerr != nil {
+				err = &ResolveError{Ref: t.headers[name], Reason: "out of the allowed bounds", Err: lerr}
+			}
+		}
+		if err == nil {
+			s, err = Resolve(t.headers[name])
+		}
 		if err != nil {
 			var re *ResolveError
 			if errors.As(err, &re) {

@@ -153,7 +153,7 @@ func (e *Edge) listed(s *session.Session, cursor string, lr *view.ListToolsResul
 	}
 	holds, toConverged, observed, err := s.Record().Listed(now, cursor, raws, lr.NextCursor, defs.digestOf)
 	if err != nil {
-		e.log.Warn().Err(err).Str("session", s.ID()).Msg("tools/list evidence")
+		e.log.Warn().Err(err).Str("session_hash", sessionstore.IDHash(s.ID())).Msg("tools/list evidence")
 	}
 	if holds {
 		// The client holds the current list: a tools list_changed still

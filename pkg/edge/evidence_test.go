@@ -145,7 +145,7 @@ func TestToolCallsAudited(t *testing.T) {
 	c.call(t, "alpha_fail", nil)
 	got := trailEntries(t, f, trail, 3)
 	ok := got[0]
-	if ok.SessionID != c.cs.ID() || ok.OwnerHash != sessionstore.OwnerHash("alice") || ok.Tool != "alpha_echo" ||
+	if ok.SessionHash != sessionstore.IDHash(c.cs.ID()) || ok.OwnerHash != sessionstore.OwnerHash("alice") || ok.Tool != "alpha_echo" ||
 		ok.BackendTool != "echo" || ok.Backend != "alpha" || ok.Outcome != calltrail.OutcomeOK || ok.Edge != "a" ||
 		!strings.Contains(string(ok.Arguments), "audited") || ok.Generation == 0 {
 		t.Fatalf("entry %+v", ok)
@@ -173,7 +173,7 @@ func TestCallToolAudited(t *testing.T) {
 	c.call(t, CallToolName, map[string]any{"tool_name": "nope_echo"})
 	got := trailEntries(t, f, trail, 2)
 	if ok := got[0]; ok.Tool != "alpha_echo" || ok.Backend != "alpha" || ok.BackendTool != "echo" ||
-		ok.Outcome != calltrail.OutcomeOK || ok.SessionID != c.cs.ID() || !strings.Contains(string(ok.Arguments), "via") {
+		ok.Outcome != calltrail.OutcomeOK || ok.SessionHash != sessionstore.IDHash(c.cs.ID()) || !strings.Contains(string(ok.Arguments), "via") {
 		t.Fatalf("entry %+v", ok)
 	}
 	if bad := got[1]; bad.Tool != "nope_echo" || bad.Outcome != calltrail.OutcomeError || !strings.Contains(bad.Error, "not available") {

@@ -78,11 +78,11 @@ func (e *Edge) rehydrate(h http.Handler, r *http.Request, sid, owner string) (*s
 		}
 		e.adopt(s, rec, rev, time.Now())
 		if err := e.recs.Write(s, true); err != nil {
-			e.log.Warn().Err(err).Str("session", sid).Msg("rehydrated session's record not taken over")
+			e.log.Warn().Err(err).Str("session_hash", sessionstore.IDHash(sid)).Msg("rehydrated session's record not taken over")
 		}
 		e.rm.rehydrated.Inc()
 		e.rm.rehydrateSeconds.Observe(time.Since(start).Seconds())
-		e.log.Info().Str("session", sid).Str("from_edge", rec.Edge).Dur("took", time.Since(start)).Msg("session rehydrated")
+		e.log.Info().Str("session_hash", sessionstore.IDHash(sid)).Str("from_edge", rec.Edge).Dur("took", time.Since(start)).Msg("session rehydrated")
 		return s, nil
 	})
 	if err != nil {
@@ -142,7 +142,7 @@ func (e *Edge) replay(ctx context.Context, h http.Handler, orig *http.Request, r
 		if code != http.StatusOK {
 			// The resource may have gone meanwhile: the session goes on
 			// without the subscription, as a client's would fail now.
-			e.log.Info().Str("session", rec.ID).Int("status", code).Msg("stored subscription not renewed")
+			e.log.Info().Str("session_hash", sessionstore.IDHash(rec.ID)).Int("status", code).Msg("stored subscription not renewed")
 		}
 	}
 	return hd.s, nil

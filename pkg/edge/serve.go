@@ -212,7 +212,7 @@ func (e *Edge) rebuild(stateful http.Handler, w http.ResponseWriter, r *http.Req
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
 		return nil
 	case err != nil && !errors.Is(err, sessionstore.ErrNotFound):
-		e.log.Warn().Err(err).Str("session", sid).Msg("session not rehydrated")
+		e.log.Warn().Err(err).Str("session_hash", sessionstore.IDHash(sid)).Msg("session not rehydrated")
 		http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
 		return nil
 	case s == nil:

@@ -148,6 +148,21 @@ func OwnerHash(identity string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// IDHash is what logs and the call trail carry instead of a session id
+// (bearer-equivalent when the edge has no authentication): the first 16
+// hex digits of the SHA-256 of the id, domain-separated. Enough to
+// correlate the lines of one session; the id cannot be recovered from it
+// (ids are random). An empty id yields "".
+func IDHash(id string) string {
+	if id == "" {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte("fleetgate/session-id\x00"))
+	h.Write([]byte(id))
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // encodeRecord checks r and encodes it for the store.
 func encodeRecord(r *Record) ([]byte, error) {
 	if err := ValidateID(r.ID); err != nil {
@@ -156,25 +171,25 @@ func encodeRecord(r *Record) ([]byte, error) {
 	switch r.Mode {
 	case ModePassthrough, ModeOptimizer:
 	default:
-		return nil, fmt.Errorf("session %q: mode %q: %w", r.ID, r.Mode, ErrInvalid)
+		return nil, fmt.Errorf("session %s: mode %q: %w", IDHash(r.ID), r.Mode, ErrInvalid)
 	}
 	if len(r.InitializeParams) > 0 && !json.Valid(r.InitializeParams) {
-		return nil, fmt.Errorf("session %q: initialize params are not JSON: %w", r.ID, ErrInvalid)
+		return nil, fmt.Errorf("session %s: initialize params are not JSON: %w", IDHash(r.ID), ErrInvalid)
 	}
 	if !validLogLevel(r.LogLevel) {
-		return nil, fmt.Errorf("session %q: log level %q: %w", r.ID, r.LogLevel, ErrInvalid)
+		return nil, fmt.Errorf("session %s: log level %q: %w", IDHash(r.ID), r.LogLevel, ErrInvalid)
 	}
 	if !validSubscriptions(r.Subscriptions) {
-		return nil, fmt.Errorf("session %q: %d subscriptions: %w", r.ID, len(r.Subscriptions), ErrInvalid)
+		return nil, fmt.Errorf("session %s: %d subscriptions: %w", IDHash(r.ID), len(r.Subscriptions), ErrInvalid)
 	}
 	if !validTasks(r.Tasks) {
-		return nil, fmt.Errorf("session %q: %d tasks: %w", r.ID, len(r.Tasks), ErrInvalid)
+		return nil, fmt.Errorf("session %s: %d tasks: %w", IDHash(r.ID), len(r.Tasks), ErrInvalid)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep the client's params as sent
 	if err := enc.Encode(r); err != nil {
-		return nil, fmt.Errorf("session %q: encode: %w: %w", r.ID, ErrInvalid, err)
+		return nil, fmt.Errorf("session %s: encode: %w: %w", IDHash(r.ID), ErrInvalid, err)
 	}
 	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(b) > MaxRecordSize {
@@ -187,19 +202,19 @@ func encodeRecord(r *Record) ([]byte, error) {
 func decodeRecord(id string, b []byte) (*Record, error) {
 	r := new(Record)
 	if err := json.Unmarshal(b, r); err != nil {
-		return nil, fmt.Errorf("session %q: decode: %w: %w", id, ErrInvalid, err)
+		return nil, fmt.Errorf("session %s: decode: %w: %w", IDHash(id), ErrInvalid, err)
 	}
 	if r.ID != id {
-		return nil, fmt.Errorf("session %q: stored record names session %q: %w", id, r.ID, ErrInvalid)
+		return nil, fmt.Errorf("session %s: stored record names session %s: %w", IDHash(id), IDHash(r.ID), ErrInvalid)
 	}
 	if !validLogLevel(r.LogLevel) {
-		return nil, fmt.Errorf("session %q: stored log level %q: %w", id, r.LogLevel, ErrInvalid)
+		return nil, fmt.Errorf("session %s: stored log level %q: %w", IDHash(id), r.LogLevel, ErrInvalid)
 	}
 	if !validSubscriptions(r.Subscriptions) {
-		return nil, fmt.Errorf("session %q: %d stored subscriptions: %w", id, len(r.Subscriptions), ErrInvalid)
+		return nil, fmt.Errorf("session %s: %d stored subscriptions: %w", IDHash(id), len(r.Subscriptions), ErrInvalid)
 	}
 	if !validTasks(r.Tasks) {
-		return nil, fmt.Errorf("session %q: %d stored tasks: %w", id, len(r.Tasks), ErrInvalid)
+		return nil, fmt.Errorf("session %s: %d stored tasks: %w", IDHash(id), len(r.Tasks), ErrInvalid)
 	}
 	return r, nil
 }

@@ -66,9 +66,17 @@ func TestDecodeRefusesForeignRecord(t *testing.T) {
 		"other id": {"BBBBBBBBBBBB", b},
 		"not json": {"AAAAAAAAAAAA", []byte("{")},
 	} {
-		if _, err := decodeRecord(tc.key, tc.body); err == nil || !strings.Contains(err.Error(), tc.key) {
-			t.Errorf("%s: decode err = %v, want an error naming %s", name, err, tc.key)
+		// Errors name a session by its hash (IDHash), never by its id.
+		if _, err := decodeRecord(tc.key, tc.body); err == nil || !strings.Contains(err.Error(), IDHash(tc.key)) || strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: decode err = %v, want an error naming %s by its hash", name, err, tc.key)
 		}
+	}
+}
+
+func TestIDHash(t *testing.T) {
+	a, b := IDHash("AAAAAAAAAAAA"), IDHash("AAAAAAAAAAAB")
+	if len(a) != 16 || a == b || a != IDHash("AAAAAAAAAAAA") || strings.Contains(a, "AAAA") || IDHash("") != "" {
+		t.Errorf("IDHash: %q, %q", a, b)
 	}
 }
 

@@ -128,9 +128,9 @@ func (s *Store) Create(ctx context.Context, r *Record) (uint64, error) {
 	rev, err := s.kv.Create(ctx, r.ID, b, jetstream.KeyTTL(s.ttl))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || wrongLastSeq(err) {
-			return 0, s.fail(kindCreate, fmt.Errorf("session %q: %w", r.ID, ErrExists))
+			return 0, s.fail(kindCreate, fmt.Errorf("session %s: %w", IDHash(r.ID), ErrExists))
 		}
-		return 0, s.fail(kindCreate, fmt.Errorf("session %q: %w", r.ID, err))
+		return 0, s.fail(kindCreate, fmt.Errorf("session %s: %w", IDHash(r.ID), err))
 	}
 	s.metrics.wrote(kindCreate, time.Since(start))
 	s.creates.Add(1)
@@ -144,10 +144,10 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, uint64, error) {
 	}
 	e, err := s.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, s.fail("get", fmt.Errorf("session %q: %w", id, ErrNotFound))
+		return nil, 0, s.fail("get", fmt.Errorf("session %s: %w", IDHash(id), ErrNotFound))
 	}
 	if err != nil {
-		return nil, 0, s.fail("get", fmt.Errorf("session %q: %w", id, err))
+		return nil, 0, s.fail("get", fmt.Errorf("session %s: %w", IDHash(id), err))
 	}
 	r, err := decodeRecord(id, e.Value())
 	if err != nil {
@@ -194,7 +194,7 @@ func (s *Store) write(ctx context.Context, kind string, r *Record, rev uint64) (
 		return 0, s.fail(kind, err)
 	}
 	if rev == 0 {
-		return 0, s.fail(kind, fmt.Errorf("session %q: revision 0: %w", r.ID, ErrConflict))
+		return 0, s.fail(kind, fmt.Errorf("session %s: revision 0: %w", IDHash(r.ID), ErrConflict))
 	}
 	m := &nats.Msg{Subject: s.subject + r.ID, Header: nats.Header{}, Data: b}
 	start := time.Now()
@@ -206,7 +206,7 @@ func (s *Store) write(ctx context.Context, kind string, r *Record, rev uint64) (
 		if wrongLastSeq(err) {
 			return 0, s.fail(kind, s.conflict(ctx, r.ID, rev))
 		}
-		return 0, s.fail(kind, fmt.Errorf("session %q: revision %d: %w", r.ID, rev, err))
+		return 0, s.fail(kind, fmt.Errorf("session %s: revision %d: %w", IDHash(r.ID), rev, err))
 	}
 	s.metrics.wrote(kind, time.Since(start))
 	if kind == kindTouch {
@@ -221,9 +221,9 @@ func (s *Store) write(ctx context.Context, kind string, r *Record, rev uint64) (
 // was written since rev.
 func (s *Store) conflict(ctx context.Context, id string, rev uint64) error {
 	if _, err := s.kv.Get(ctx, id); errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("session %q: revision %d: %w", id, rev, ErrNotFound)
+		return fmt.Errorf("session %s: revision %d: %w", IDHash(id), rev, ErrNotFound)
 	}
-	return fmt.Errorf("session %q: revision %d: %w", id, rev, ErrConflict)
+	return fmt.Errorf("session %s: revision %d: %w", IDHash(id), rev, ErrConflict)
 }
 
 // Delete removes the record for every edge. Deleting a missing record is
@@ -234,7 +234,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	start := time.Now()
 	if err := s.deleteMarker(ctx, id); err != nil {
-		return s.fail(kindDelete, fmt.Errorf("session %q: %w", id, err))
+		return s.fail(kindDelete, fmt.Errorf("session %s: %w", IDHash(id), err))
 	}
 	s.metrics.wrote(kindDelete, time.Since(start))
 	s.deletes.Add(1)

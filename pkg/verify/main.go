@@ -44,7 +44,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ProtocolVersion, "protocol-version", DefaultProtocolVersion, "MCP protocol version to request")
 	fs.IntVar(&o.MaxPages, "max-pages", DefaultMaxPages, "stop the traversal after this many tools/list pages")
 	fs.DurationVar(&timeout, "timeout", DefaultTimeout, "deadline of the whole verification")
-	fs.Var(&headers, "header", `extra request header "Name: value" (repeatable), e.g. "Authorization: Bearer TOKEN"`)
+	fs.Var(&headers, "header", `extra request header "Name: value" (repeatable), e.g. "X-Trace: 1"; a secret such as a bearer token belongs in -header-file or -header-env, not on the command line`)
+	headerFile := fs.String("header-file", "", `file of extra request headers, one "Name: value" per line (blank lines and lines starting with # skipped)`)
+	headerEnv := fs.String("header-env", "", `environment variable holding extra request headers, one "Name: value" per line`)
 	if err := cmdline.Parse(fs, args, os.Getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitConverged
@@ -55,6 +57,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if timeout <= 0 {
 		fmt.Fprintf(stderr, "edge verify: invalid value %s for flag -timeout: want > 0\n", timeout)
 		return ExitError
+	}
+	if *headerFile != "" {
+		if err := headers.readFile(*headerFile); err != nil {
+			fmt.Fprintf(stderr, "edge verify: flag -header-file: %v\n", err)
+			return ExitError
+		}
+	}
+	if *headerEnv != "" {
+		v, ok := os.LookupEnv(*headerEnv)
+		if !ok {
+			fmt.Fprintf(stderr, "edge verify: flag -header-env: variable %s is not set\n", *headerEnv)
+			return ExitError
+		}
+		if err := headers.addLines(v, "variable "+*headerEnv); err != nil {
+			fmt.Fprintf(stderr, "edge verify: flag -header-env: %v\n", err)
+			return ExitError
+		}
 	}
 	o.Header = http.Header(headers)
 	if o.Controller != "" {
@@ -101,15 +120,64 @@ func (h *headerFlag) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// Set adds one "Name: value". Its error never quotes the input: a value
+// without its name may be a token.
 func (h *headerFlag) Set(s string) error {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return fmt.Errorf("header %q: want \"Name: value\"", s)
+	if !ok || name == "" || !validHeaderName(name) {
+		return errors.New(`header: want "Name: value" (a token name, a colon, the value)`)
 	}
 	if *h == nil {
 		*h = headerFlag{}
 	}
 	http.Header(*h).Add(name, strings.TrimSpace(value))
 	return nil
+}
+
+// maxHeaderFile bounds -header-file and -header-env.
+const maxHeaderFile = 64 << 10
+
+// readFile adds the headers of a file, one "Name: value" per line.
+func (h *headerFlag) readFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read headers: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxHeaderFile+1))
+	if err != nil {
+		return fmt.Errorf("read headers: %w", err)
+	}
+	return h.addLines(string(data), "file "+path)
+}
+
+// addLines adds "Name: value" lines (LF or CRLF; blank lines and lines
+// starting with # skipped) read from src. Errors name src and the line,
+// never its content.
+func (h *headerFlag) addLines(text, src string) error {
+	if len(text) > maxHeaderFile {
+		return fmt.Errorf("%s: over %d bytes", src, maxHeaderFile)
+	}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if err := h.Set(line); err != nil {
+			return fmt.Errorf("%s: line %d: %w", src, i+1, err)
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }

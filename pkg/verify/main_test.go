@@ -36,7 +36,7 @@ func TestMainCommand(t *testing.T) {
 		{"unreachable", []string{"--url", dead}, ExitError, "", dead},
 		{"missing url", nil, ExitError, "", "url: invalid options: required"},
 		{"bad flag", []string{"--url", b.URL(), "--bogus"}, ExitError, "", "flag provided but not defined: -bogus"},
-		{"bad header", []string{"--url", b.URL(), "--header", "nocolon"}, ExitError, "", `header "nocolon"`},
+		{"bad header", []string{"--url", b.URL(), "--header", "nocolon"}, ExitError, "", `header: want "Name: value"`},
 		{"bad timeout", []string{"--url", b.URL(), "--timeout", "0s"}, ExitError, "", "-timeout"},
 		{"positional", []string{"--url", b.URL(), "extra"}, ExitError, "", `unexpected argument "extra"`},
 	} {

@@ -174,7 +174,7 @@ func (r *Recorder) Flush() {
 	for st, s := range batch {
 		st.Unqueue()
 		if err := r.Write(s, false); err != nil {
-			r.log.Warn().Err(err).Str("session", s.ID()).Msg("session record not written")
+			r.log.Warn().Err(err).Str("session_hash", sessionstore.IDHash(s.ID())).Msg("session record not written")
 		}
 	}
 }
@@ -254,7 +254,7 @@ func (r *Recorder) drop(s *session.Session, why string) {
 	if s.Record().End() != evidence.PhaseLive {
 		return
 	}
-	r.log.Info().Str("session", s.ID()).Str("reason", why).Msg("session ended on this edge")
+	r.log.Info().Str("session_hash", sessionstore.IDHash(s.ID())).Str("reason", why).Msg("session ended on this edge")
 	r.w.Sessions.Forget(s)
 	r.w.Hijacks.Go(s.Close)
 }
@@ -298,7 +298,7 @@ func (r *Recorder) Created(s *session.Session, rec sessionstore.Record, now time
 		return
 	}
 	if err := r.Write(s, false); err != nil {
-		r.log.Warn().Err(err).Str("session", s.ID()).Msg("session record not created; retried in the background")
+		r.log.Warn().Err(err).Str("session_hash", sessionstore.IDHash(s.ID())).Msg("session record not created; retried in the background")
 		r.Enqueue(s)
 	}
 }
@@ -319,7 +319,7 @@ func (r *Recorder) Deleted(ctx context.Context, id string, s *session.Session) {
 		return
 	}
 	if err := r.store.Delete(ctx, id); err != nil {
-		r.log.Warn().Err(err).Str("session", id).Msg("session record not deleted; it expires on its own")
+		r.log.Warn().Err(err).Str("session_hash", sessionstore.IDHash(id)).Msg("session record not deleted; it expires on its own")
 		return
 	}
 	r.written("delete")

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Observer is told what a session's evidence and record must know: it
@@ -282,7 +283,7 @@ func (g *Registry) idle(s *Session, now time.Time) bool {
 // endIdle ends an idle session here and its record everywhere: it is over
 // on every edge, not left for another to rebuild.
 func (g *Registry) endIdle(s *Session) {
-	g.o.Log.Debug().Str("session", s.id).Msg("idle session ended")
+	g.o.Log.Debug().Str("session_hash", sessionstore.IDHash(s.id)).Msg("idle session ended")
 	if g.m.IdleEnded != nil {
 		g.m.IdleEnded.Inc()
 	}

@@ -96,8 +96,20 @@ app.kubernetes.io/component: nats
 {{- printf "%s-fleetgate-nats-auth" .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The controllers' admin token Secret. */}}
 {{- define "fleetgate.adminSecretName" -}}
 {{- default (printf "%s-admin-token" (include "fleetgate.fullname" .)) .Values.adminToken.existingSecret }}
+{{- end }}
+
+{{/* The edges' admin token Secret: their own, which a controller refuses. */}}
+{{- define "fleetgate.edgeAdminSecretName" -}}
+{{- default (printf "%s-edge-admin-token" (include "fleetgate.fullname" .)) .Values.adminToken.edge.existingSecret }}
+{{- end }}
+
+{{/* The admin token Secret of one role: pass (list $ "controller") or (list $ "edge"). */}}
+{{- define "fleetgate.roleAdminSecretName" -}}
+{{- $ := index . 0 -}}
+{{- if eq (index . 1) "edge" }}{{ include "fleetgate.edgeAdminSecretName" $ }}{{ else }}{{ include "fleetgate.adminSecretName" $ }}{{ end }}
 {{- end }}
 
 {{/*
