@@ -11,20 +11,23 @@ import (
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
 )
 
 // gatePost posts body on session sid (protocol version) as user and
 // returns the status and the response body.
-func gatePost(t *testing.T, c *http.Client, url, sid, version, user, body string) (int, string) {
+func gatePost(t testing.TB, c *http.Client, url, sid, version, user, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", version)
 	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set(userHeader, user)
+	if user != "" {
+		req.Header.Set(userHeader, user)
+	}
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -34,14 +37,17 @@ func gatePost(t *testing.T, c *http.Client, url, sid, version, user, body string
 	return res.StatusCode, string(b)
 }
 
-// initializeAt opens a session of protocol version as user.
-func initializeAt(t *testing.T, url, user, version string) string {
+// initializeAt opens a session of protocol version as user ("": no
+// identity header).
+func initializeAt(t testing.TB, url, user, version string) string {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(userHeader, user)
+	if user != "" {
+		req.Header.Set(userHeader, user)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -61,23 +67,33 @@ func gateCall(id int, tool string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"x"}}}`, id, tool)
 }
 
+// budgetedEdge is an edge in front of backend alpha whose policy gives
+// each identity slots concurrent calls and alpha's tools a budget of
+// burst calls (no refill to speak of), and a session of alice's of
+// protocol version.
+func budgetedEdge(t *testing.T, version string, slots, burst int) (*Edge, *demobackend.Backend, string) {
+	t.Helper()
+	f := newFleet(t)
+	alpha := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", alpha)
+	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
+	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
+	sid := initializeAt(t, e.MCPURL(), "alice", version)
+	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{
+		Identity: &ratelimit.IdentityLimits{ConcurrentCalls: slots},
+		Tools:    []ratelimit.ToolRule{{Name: "alpha-budget", Tools: []string{"alpha_*"}, RequestsPerSecond: 0.001, Burst: burst}},
+	}}, e)
+	return e, alpha, sid
+}
+
 // The limits are decided on the parse that serves: once the tool's budget
 // is spent, neither a call with a member the go-sdk ignores ("Method") nor
 // a batch of calls (protocol 2025-03-26, which has batches) reaches the
 // backend; a batch over the bound is refused whole; each refusal names
 // its limit.
 func TestGateDecidesOnServedParse(t *testing.T) {
-	f := newFleet(t)
-	alpha := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", alpha)
-	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	const old = "2025-03-26"
-	sid := initializeAt(t, e.MCPURL(), "alice", old)
-	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{
-		Identity: &ratelimit.IdentityLimits{ConcurrentCalls: 1},
-		Tools:    []ratelimit.ToolRule{{Name: "alpha-budget", Tools: []string{"alpha_*"}, RequestsPerSecond: 0.001, Burst: 1}},
-	}}, e)
+	e, alpha, sid := budgetedEdge(t, old, 1, 1)
 	c := http.DefaultClient
 	if code, body := gatePost(t, c, e.MCPURL(), sid, old, "alice", gateCall(2, "alpha_echo")); code != http.StatusOK {
 		t.Fatalf("call within the budget: %d %s", code, body)
@@ -114,17 +130,8 @@ func TestGateDecidesOnServedParse(t *testing.T) {
 // passes and a batch of 3 does not, and the concurrency limit counts each
 // call of a batch.
 func TestBatchChargedPerCall(t *testing.T) {
-	f := newFleet(t)
-	alpha := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", alpha)
-	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
 	const old = "2025-03-26"
-	sid := initializeAt(t, e.MCPURL(), "alice", old)
-	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{
-		Identity: &ratelimit.IdentityLimits{ConcurrentCalls: 2},
-		Tools:    []ratelimit.ToolRule{{Name: "alpha-budget", Tools: []string{"alpha_*"}, RequestsPerSecond: 0.001, Burst: 4}},
-	}}, e)
+	e, alpha, sid := budgetedEdge(t, old, 2, 4)
 	two := "[" + gateCall(1, "alpha_echo") + "," + gateCall(2, "alpha_echo") + "]"
 	if code, body := gatePost(t, http.DefaultClient, e.MCPURL(), sid, old, "alice", two); code != http.StatusOK || strings.Count(body, `"result"`) != 2 {
 		t.Fatalf("batch of two calls: %d %s", code, body)

@@ -12,24 +12,7 @@ import (
 // HTTP and returns its id.
 func rawInitialize(tb testing.TB, endpoint, user string) string {
 	tb.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
-	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(userHeader, user)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	res.Body.Close()
-	sid := res.Header.Get("Mcp-Session-Id")
-	if res.StatusCode != http.StatusOK || sid == "" {
-		tb.Fatalf("initialize: %d, session %q", res.StatusCode, sid)
-	}
-	if code := rawRequest(tb, http.MethodPost, endpoint, sid, user, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
-		tb.Fatalf("initialized: %d", code)
-	}
-	return sid
+	return initializeAt(tb, endpoint, user, "2025-11-25")
 }
 
 func quantileMicros(d []time.Duration, p float64) float64 {
