@@ -60,7 +60,7 @@ func checkPorts() error {
 	return o.checkPorts()
 }
 
-func demoCmd(t *testing.T, ctx context.Context, pidFile string) (*exec.Cmd, *bytes.Buffer) {
+func demoCmd(t *testing.T, ctx context.Context, pidFile string) (*exec.Cmd, *lockedBuffer) {
 	dir := binaries(t)
 	config, err := filepath.Abs("fleet.yaml")
 	if err != nil {
@@ -68,9 +68,28 @@ func demoCmd(t *testing.T, ctx context.Context, pidFile string) (*exec.Cmd, *byt
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"))
 	cmd.Env = append(os.Environ(), "FLEETGATE_DEMO_BIN="+dir, "FLEETGATE_DEMO_CONFIG="+config, "FLEETGATE_DEMO_PIDFILE="+pidFile)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	return cmd, &out
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	return cmd, out
+}
+
+// lockedBuffer is the demo's output: written by the command's copier
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestPortTaken: with one of the demo's ports held, the demo exits
@@ -145,7 +164,7 @@ func tail(s string, n int) string {
 
 // startDemo starts the demo and returns once every child runs, with
 // their PIDs by name (alpha, beta, controller, edge).
-func startDemo(t *testing.T, ctx context.Context) (*exec.Cmd, *bytes.Buffer, chan error, map[string]int) {
+func startDemo(t *testing.T, ctx context.Context) (*exec.Cmd, *lockedBuffer, chan error, map[string]int) {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	cmd, out := demoCmd(t, ctx, pidFile)
