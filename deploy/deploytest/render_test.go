@@ -66,9 +66,9 @@ func newCreds(t testing.TB) creds {
 
 func (c creds) values() map[string]any {
 	return map[string]any{"natsAuth": map[string]any{
-		"controller": map[string]any{"seed": c.controller.seed, "publicKey": c.controller.public},
+		"controller":      map[string]any{"seed": c.controller.seed, "publicKey": c.controller.public},
 		"controllerEdges": map[string]any{"seed": c.controllerEdges.seed, "publicKey": c.controllerEdges.public},
-		"edge":       map[string]any{"seed": c.edge.seed, "publicKey": c.edge.public},
+		"edge":            map[string]any{"seed": c.edge.seed, "publicKey": c.edge.public},
 	}}
 }
 

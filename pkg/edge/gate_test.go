@@ -41,21 +41,9 @@ func gatePost(t testing.TB, c *http.Client, url, sid, version, user, body string
 // identity header).
 func initializeAt(t testing.TB, url, user, version string) string {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if user != "" {
-		req.Header.Set(userHeader, user)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	sid := res.Header.Get("Mcp-Session-Id")
-	if res.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize %s: %d", version, res.StatusCode)
+	code, _, sid := initializeVersion(t, url, user, version)
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize %s: %d", version, code)
 	}
 	if code, _ := gatePost(t, http.DefaultClient, url, sid, version, user, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
 		t.Fatalf("initialized: %d", code)

@@ -23,7 +23,13 @@ import (
 // and returns the status, Retry-After and session id.
 func initializeAs(t *testing.T, url, user string) (int, string, string) {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"limits","version":"1"}}}`
+	return initializeVersion(t, url, user, "2025-11-25")
+}
+
+// initializeVersion is initializeAs of a client of protocol version.
+func initializeVersion(tb testing.TB, url, user, version string) (int, string, string) {
+	tb.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"limits","version":"1"}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -32,7 +38,7 @@ func initializeAs(t *testing.T, url, user string) (int, string, string) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Mcp-Session-Id")
