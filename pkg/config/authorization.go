@@ -86,15 +86,24 @@ func (d *decoder) authorization(e entry) (*policy.Section, error) {
 // empty sequence is kept empty (policy refuses it).
 func (d *decoder) strings(m map[string]entry, key string) ([]string, error) {
 	e, ok := m[key]
-	if !ok || isNull(e.val) {
+	if !ok {
+		return nil, nil
+	}
+	return d.stringSeq(e, policy.MaxPatterns, "patterns")
+}
+
+// stringSeq decodes e as a sequence of at most max strings (what names
+// them in the error): null is nil, an empty sequence empty.
+func (d *decoder) stringSeq(e entry, max int, what string) ([]string, error) {
+	if e.val == nil || isNull(e.val) {
 		return nil, nil
 	}
 	nodes, err := d.sequence(e)
 	if err != nil {
 		return nil, err
 	}
-	if len(nodes) > policy.MaxPatterns {
-		return nil, d.errorf(e.line(), e.path, "%d patterns, limit %d", len(nodes), policy.MaxPatterns)
+	if len(nodes) > max {
+		return nil, d.errorf(e.line(), e.path, "%d %s, limit %d", len(nodes), what, max)
 	}
 	out := make([]string, 0, len(nodes))
 	for i, n := range nodes {

@@ -182,25 +182,7 @@ func ParseHeadersJSON(raw map[string]json.RawMessage) (credential.Headers, error
 // stringList decodes a list of strings (a stdio backend's args); bounds are
 // checked by checkStdio.
 func (d *decoder) stringList(e entry) ([]string, error) {
-	if e.val == nil || isNull(e.val) {
-		return nil, nil
-	}
-	nodes, err := d.sequence(e)
-	if err != nil {
-		return nil, err
-	}
-	if len(nodes) > stdio.MaxArgs {
-		return nil, d.errorf(e.line(), e.path, "%d args, limit %d", len(nodes), stdio.MaxArgs)
-	}
-	out := make([]string, 0, len(nodes))
-	for i, n := range nodes {
-		s, err := d.str(entry{val: n, path: index(e.path, i)})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return d.stringSeq(e, stdio.MaxArgs, "args")
 }
 
 // envRefs decodes a stdio backend's env: variable names to {env: ...} or
