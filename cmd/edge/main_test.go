@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -83,20 +82,7 @@ func TestRunServes(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, c) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, admin)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
