@@ -37,7 +37,10 @@ import (
 // FLEETGATE_BENCH_EDGE_BIN runs another edge binary (e.g. one built at an
 // older commit); FLEETGATE_BENCH_BARE=1 runs the edge without auth, policy
 // and rate limits (for binaries older than them); FLEETGATE_BENCH_EDGE_FLAGS
-// adds edge flags (e.g. --no-call-trail).
+// adds edge flags (e.g. --no-call-trail). FLEETGATE_BENCH_PROXY=1 adds a
+// leg through a plain httputil.ReverseProxy process (proxy-ratio): the
+// floor of a hop that ends HTTP and starts it again, as the edge must,
+// where the TCP forwarder only copies bytes (in the kernel: splice).
 func BenchmarkCallOverheadProcess(b *testing.B) {
 	bare := os.Getenv("FLEETGATE_BENCH_BARE") == "1"
 	backend := startBackendProc(b, "alpha")
@@ -118,6 +121,9 @@ func BenchmarkCallOverheadProcess(b *testing.B) {
 		}
 		legs = append(legs, &leg{name: "edge-b", url: edgeB, tool: "alpha_echo", token: tokenB})
 	}
+	if os.Getenv("FLEETGATE_BENCH_PROXY") == "1" {
+		legs = append(legs, &leg{name: "proxy", url: startForwarderProc(b, "proxy", backend), tool: "echo", token: token})
+	}
 	for _, l := range legs {
 		eventually(b, 30*time.Second, l.name+" session", func() bool {
 			var err error
@@ -137,6 +143,9 @@ func BenchmarkCallOverheadProcess(b *testing.B) {
 		return d
 	}
 	for _, l := range legs[2:] {
+		if l.tool != "alpha_echo" {
+			continue
+		}
 		eventually(b, 30*time.Second, "alpha_echo served by "+l.name, func() bool {
 			res, err := l.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha_echo", Arguments: args2})
 			return err == nil && !res.IsError
@@ -170,8 +179,8 @@ func BenchmarkCallOverheadProcess(b *testing.B) {
 	d := q(legs[0].ds, 0.5)
 	b.ReportMetric(q(legs[2].ds, 0.5)/d, "edge-ratio")
 	b.ReportMetric(q(legs[1].ds, 0.5)/d, "forwarder-ratio")
-	if len(legs) > 3 {
-		b.ReportMetric(q(legs[3].ds, 0.5)/d, "edge-b-ratio")
+	for _, l := range legs[3:] {
+		b.ReportMetric(q(l.ds, 0.5)/d, l.name+"-ratio")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -100,7 +101,9 @@ func TestHelperForwarder(t *testing.T) {
 			}
 		})
 	case "proxy":
-		srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})}
+		rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+		rp.ErrorLog = log.New(io.Discard, "", 0) // a stream cut at the end of a run is no news
+		srv := &http.Server{Handler: rp}
 		wg.Go(func() { _ = srv.Serve(ln) })
 		stop = srv.Close // its listener and connections
 	default:
