@@ -24,6 +24,9 @@ type Discovered struct {
 	ResourceTemplates         []json.RawMessage
 	InvalidTools              []events.InvalidTool
 	Digest                    string
+	// ProtocolVersion is the stateless revision the backend answered
+	// server/discover with ("" for none).
+	ProtocolVersion string
 }
 
 // Core is the controller's decision logic: a pure state machine in the
@@ -101,7 +104,8 @@ func NewCore(policy health.Policy, logState *events.State) *Core {
 			e := &expectedBackend{config: b.Config, status: b.Status, advertisable: b.Advertisable}
 			if b.Catalog != nil {
 				e.catalog = &Discovered{Tools: b.Catalog.Tools, Resources: b.Catalog.Resources,
-					Prompts: b.Catalog.Prompts, ResourceTemplates: b.Catalog.ResourceTemplates, Digest: b.Catalog.Digest, InvalidTools: b.Catalog.InvalidTools}
+					Prompts: b.Catalog.Prompts, ResourceTemplates: b.Catalog.ResourceTemplates, Digest: b.Catalog.Digest, InvalidTools: b.Catalog.InvalidTools,
+					ProtocolVersion: b.Catalog.ProtocolVersion}
 			}
 			c.expected[BackendKey{g.Name, b.Name}] = e
 		}
@@ -268,7 +272,8 @@ func (c *Core) Ready(now time.Time) []*eventspb.Event {
 		if b.catalog != nil && !sameCatalog(b.catalog, e.catalog) {
 			ev, err := events.NewCatalogChanged(now, k.Group, k.Name, &events.Catalog{
 				Tools: b.catalog.Tools, Resources: b.catalog.Resources, Prompts: b.catalog.Prompts,
-				ResourceTemplates: b.catalog.ResourceTemplates, Digest: b.catalog.Digest, InvalidTools: b.catalog.InvalidTools})
+				ResourceTemplates: b.catalog.ResourceTemplates, Digest: b.catalog.Digest, InvalidTools: b.catalog.InvalidTools,
+				ProtocolVersion: b.catalog.ProtocolVersion})
 			if err == nil {
 				out = append(out, ev)
 				e.catalog = b.catalog
@@ -293,7 +298,7 @@ func sameCatalog(a, b *Discovered) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Digest == b.Digest && sameDefs(a.Resources, b.Resources) && sameDefs(a.Prompts, b.Prompts) &&
+	return a.Digest == b.Digest && a.ProtocolVersion == b.ProtocolVersion && sameDefs(a.Resources, b.Resources) && sameDefs(a.Prompts, b.Prompts) &&
 		sameDefs(a.ResourceTemplates, b.ResourceTemplates) &&
 		len(a.InvalidTools) == len(b.InvalidTools)
 }

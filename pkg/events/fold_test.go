@@ -189,3 +189,23 @@ func mustDecode(t *testing.T, gen uint64, data []byte) *eventspb.Event {
 	}
 	return ev
 }
+
+// TestCatalogProtocolVersion: the stateless revision a backend was
+// discovered in survives the log: encoded, decoded and folded.
+func TestCatalogProtocolVersion(t *testing.T) {
+	for _, pv := range []string{"", "2026-07-28"} {
+		ev, err := NewCatalogChanged(time.Unix(1, 0), "g", "b", &Catalog{Digest: "sha256:x", ProtocolVersion: pv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Generation = 1
+		data, _ := Encode(ev)
+		s, err := Apply(NewState().withBackend(0, "g", "b", &Backend{Name: "b", Group: "g"}), mustDecode(t, 1, data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Backend("g", "b").Catalog.ProtocolVersion; got != pv {
+			t.Errorf("protocol version %q after the log, want %q", got, pv)
+		}
+	}
+}

@@ -95,6 +95,10 @@ type Catalog struct {
 	ResourceTemplates []json.RawMessage `json:"resource_templates,omitempty"`
 	Digest            string            `json:"digest"`
 	InvalidTools      []InvalidTool     `json:"invalid_tools,omitempty"`
+	// ProtocolVersion is the stateless revision (2026-07-28 or newer) the
+	// backend answered server/discover with; "" for a backend of the
+	// session-based revisions only.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
 	Generation        uint64            `json:"generation"`
 }
 

@@ -45,6 +45,10 @@ type Catalog struct {
 	Digest string
 	// Pages is the number of tools/list pages fetched.
 	Pages int
+	// ProtocolVersion is the stateless revision (2026-07-28 or newer) the
+	// backend answered server/discover with; "" for a backend of the
+	// session-based revisions only.
+	ProtocolVersion string
 }
 
 // listPage is one raw list result; only the member of its method is set.
@@ -61,6 +65,12 @@ type listPage struct {
 func (p *Prober) discover(ctx context.Context, s *session) bool {
 	start := time.Now()
 	c, err := p.list(s)
+	if err == nil {
+		if !s.revisionAsked {
+			s.revision, s.revisionAsked = p.revision(s.calls, s), true
+		}
+		c.ProtocolVersion = s.revision
+	}
 	p.m.discovered(p.target, err == nil, time.Since(start))
 	if err != nil {
 		if ctx.Err() == nil {
@@ -242,5 +252,5 @@ func fingerprint(c Catalog) string {
 		}
 		h.Write([]byte{0})
 	}
-	return c.Digest + "|" + hex.EncodeToString(h.Sum(nil))
+	return c.Digest + "|" + c.ProtocolVersion + "|" + hex.EncodeToString(h.Sum(nil))
 }

@@ -671,8 +671,13 @@ type CatalogChanged struct {
 	// resource_templates is the array of resource template definitions,
 	// like resources.
 	ResourceTemplates []byte `protobuf:"bytes,7,opt,name=resource_templates,json=resourceTemplates,proto3" json:"resource_templates,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// protocol_version is the revision of the stateless generation
+	// (2026-07-28 or newer) the backend answered server/discover with, the
+	// revision the edges speak to it for clients of that generation; empty
+	// for a backend of the session-based revisions only.
+	ProtocolVersion string `protobuf:"bytes,8,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CatalogChanged) Reset() {
@@ -752,6 +757,13 @@ func (x *CatalogChanged) GetResourceTemplates() []byte {
 		return x.ResourceTemplates
 	}
 	return nil
+}
+
+func (x *CatalogChanged) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
 }
 
 // PolicyChanged carries the fleet's authorization section; it applies to
@@ -1212,7 +1224,7 @@ const file_events_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"9\n" +
 	"\vInvalidTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb0\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xdb\x02\n" +
 	"\x0eCatalogChanged\x12\x14\n" +
 	"\x05tools\x18\x01 \x01(\fR\x05tools\x12\x1c\n" +
 	"\tresources\x18\x02 \x01(\fR\tresources\x12\x18\n" +
@@ -1220,7 +1232,8 @@ const file_events_proto_rawDesc = "" +
 	"\vcompression\x18\x04 \x01(\x0e2 .fleetgate.events.v1.CompressionR\vcompression\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12E\n" +
 	"\rinvalid_tools\x18\x06 \x03(\v2 .fleetgate.events.v1.InvalidToolR\finvalidTools\x12-\n" +
-	"\x12resource_templates\x18\a \x01(\fR\x11resourceTemplates\"A\n" +
+	"\x12resource_templates\x18\a \x01(\fR\x11resourceTemplates\x12)\n" +
+	"\x10protocol_version\x18\b \x01(\tR\x0fprotocolVersion\"A\n" +
 	"\rPolicyChanged\x12\x18\n" +
 	"\asection\x18\x01 \x01(\fR\asection\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\"D\n" +
