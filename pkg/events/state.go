@@ -99,7 +99,7 @@ type Catalog struct {
 	// backend answered server/discover with; "" for a backend of the
 	// session-based revisions only.
 	ProtocolVersion string `json:"protocol_version,omitempty"`
-	Generation        uint64            `json:"generation"`
+	Generation      uint64 `json:"generation"`
 }
 
 // InvalidTool is a backend tool that validation dropped.
