@@ -30,11 +30,11 @@ type EdgesJSON struct {
 	// Available is false when the controller reads no session bucket.
 	Available bool `json:"available"`
 	// Ready is false until the first listing of the bucket is complete.
-	Ready     bool       `json:"ready"`
-	ScannedAt time.Time  `json:"scanned_at,omitzero"`
-	Total     int    `json:"total"`
-	Untracked int    `json:"untracked,omitempty"`
-	Verdicts  Counts `json:"verdicts"`
+	Ready     bool      `json:"ready"`
+	ScannedAt time.Time `json:"scanned_at,omitzero"`
+	Total     int       `json:"total"`
+	Untracked int       `json:"untracked,omitempty"`
+	Verdicts  Counts    `json:"verdicts"`
 	// Classes counts the sessions by class (Class): the verdicts of the
 	// sessions in use, and idle ones apart.
 	Classes   Counts     `json:"classes"`

@@ -18,20 +18,20 @@ import (
 // no initialize params (the client's name and version only), no evidence
 // (its verdict only).
 type SessionJSON struct {
-	ID                string    `json:"id"`
-	Edge              string    `json:"edge"`
-	Group             string    `json:"group"`
-	Mode              string    `json:"mode"`
-	ProtocolVersion   string    `json:"protocol_version"`
-	Client            string    `json:"client,omitempty"`
-	AppliedGeneration uint64    `json:"applied_generation"`
-	Digest            string    `json:"digest,omitempty"`
-	Verdict           string    `json:"verdict"`
-	VerdictReason     string    `json:"verdict_reason,omitempty"`
+	ID                string `json:"id"`
+	Edge              string `json:"edge"`
+	Group             string `json:"group"`
+	Mode              string `json:"mode"`
+	ProtocolVersion   string `json:"protocol_version"`
+	Client            string `json:"client,omitempty"`
+	AppliedGeneration uint64 `json:"applied_generation"`
+	Digest            string `json:"digest,omitempty"`
+	Verdict           string `json:"verdict"`
+	VerdictReason     string `json:"verdict_reason,omitempty"`
 	// Class is the verdict, or idle (Class), when the session is served.
-	Class string `json:"class,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
-	LastSeen          time.Time `json:"last_seen"`
+	Class     string    `json:"class,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	LastSeen  time.Time `json:"last_seen"`
 }
 
 // maxField bounds every string taken from a record, in runes.
