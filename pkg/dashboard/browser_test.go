@@ -162,7 +162,7 @@ authorization:
 	}
 	d, err := dashboard.New(&dashboard.Options{Reader: f.ctl.Reader(), Log: lg, Sessions: kv, Registerer: reg, Regions: regions,
 		Statuses: f.ctl.StatusHistory(),
-		OnError: func(err error) { t.Logf("dashboard: %v", err) }})
+		OnError:  func(err error) { t.Logf("dashboard: %v", err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
