@@ -238,10 +238,10 @@ func slicesContains(s []string, v string) bool {
 	return false
 }
 
-// The README's accounts section is exactly what natsnode.Accounts makes
+// docs/limits.md's accounts section (moved from the README) is exactly what natsnode.Accounts makes
 // (the embedded node's and TestNATSSplitCluster's), for its example keys.
 func TestRegionAccessREADMEPermissions(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "limits.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestRegionAccessREADMEPermissions(t *testing.T) {
 	const marker = "<!-- natsnode.Accounts example: TestRegionAccessREADMEPermissions -->\n```\n"
 	start := strings.Index(readme, marker)
 	if start < 0 {
-		t.Fatal("README has no accounts example")
+		t.Fatal("docs/limits.md has no accounts example")
 	}
 	listed := readme[start+len(marker):]
 	listed = listed[:strings.Index(listed, "```")]
@@ -259,6 +259,6 @@ func TestRegionAccessREADMEPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if listed != want {
-		t.Fatalf("README lists\n%s\nnatsnode.Accounts makes\n%s", listed, want)
+		t.Fatalf("docs/limits.md lists\n%s\nnatsnode.Accounts makes\n%s", listed, want)
 	}
 }

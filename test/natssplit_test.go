@@ -397,7 +397,7 @@ func TestNATSSplitEmbedded(t *testing.T) {
 		edge: node.EdgeAccess(), edge2: node.EdgeAccessFor("e2"), replicas: 1})
 }
 
-// A 3-node cluster configured as the README tells operators: nkeys made
+// A 3-node cluster configured as docs/limits.md tells operators: nkeys made
 // with nkeys (nk -gen user), natsnode.Accounts{…}.Config() as the
 // accounts section of every node's configuration, streams with 3 replicas.
 func TestNATSSplitCluster(t *testing.T) {

@@ -297,7 +297,7 @@ func run(o *options, fleet *config.Fleet) error {
 			return region.Statuses(ctx, js, o.region.name, o.region.regions)
 		}
 	}
-	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: sessionBucket(ctx, jsEdges, zl), Registerer: reg,
+	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: sessionBucket(ctx, jsEdges, zl), Registerer: reg, Statuses: ctl.StatusHistory(),
 		Regions: regions, OnError: func(err error) { zl.Warn().Err(err).Msg("dashboard") }})
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 
 // The bundled NATS's authorization file is valid NATS config and exactly
 // the accounts section natsnode.Accounts makes (the embedded node's and the
-// README's) for the chart's three users; a server running it admits the
+// docs/limits.md's) for the chart's three users; a server running it admits the
 // three seeds and nobody without one.
 func TestNATSAuthorization(t *testing.T) {
 	c := newCreds(t)

@@ -24,6 +24,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/prober"
 	"github.com/fleetgate/fleetgate/pkg/region"
 	"github.com/fleetgate/fleetgate/pkg/stdio"
+	"github.com/fleetgate/fleetgate/pkg/timeline"
 )
 
 // Options configure a Controller. Fields marked required must be set.
@@ -96,6 +97,8 @@ type Controller struct {
 	leading  bool
 	statuses map[BackendKey]liveStatus
 	views    map[string]viewCache // by group, see groupView
+	// history records every change of statuses (the dashboard's timeline).
+	history *timeline.Recorder
 }
 
 type liveStatus struct {
@@ -112,7 +115,7 @@ func New(o Options) (*Controller, error) {
 		return nil, fmt.Errorf("controller %s: %w", o.ID, err)
 	}
 	c := &Controller{opts: o, zl: zerolog.Nop(), cmds: make(chan command), fleet: o.Fleet.Clone(), file: o.Fleet.Clone(),
-		statuses: map[BackendKey]liveStatus{}}
+		statuses: map[BackendKey]liveStatus{}, history: timeline.NewRecorder(0)}
 	if o.Logger != nil {
 		c.zl = *o.Logger
 	}
@@ -206,6 +209,11 @@ func (c *Controller) Leading() bool {
 	defer c.mu.Unlock()
 	return c.leading
 }
+
+// StatusHistory is the record of every change of a backend's status this
+// controller reported while leading (GET /v1/state's live status): the
+// changes the event log does not carry (package timeline).
+func (c *Controller) StatusHistory() *timeline.Recorder { return c.history }
 
 // Reader exposes the controller's follower of the event log.
 func (c *Controller) Reader() *events.Reader { return c.reader }

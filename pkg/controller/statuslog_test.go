@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,14 +12,18 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
+	"github.com/fleetgate/fleetgate/pkg/timeline"
 )
 
 // Every change of a backend's status is one log line naming the backend,
 // the old and the new status and the reason: info, warn when it became
-// unhealthy; a publication without a change writes nothing.
+// unhealthy; a publication without a change writes nothing. The status
+// history (the dashboard's timeline) has the same changes and the
+// backend's first status of the term.
 func TestStatusChangeLogged(t *testing.T) {
 	var buf bytes.Buffer
-	c := &Controller{zl: zerolog.New(&buf).Level(zerolog.InfoLevel), metrics: newMetrics(nil), statuses: map[BackendKey]liveStatus{}}
+	c := &Controller{zl: zerolog.New(&buf).Level(zerolog.InfoLevel), metrics: newMetrics(nil), statuses: map[BackendKey]liveStatus{},
+		history: timeline.NewRecorder(0)}
 	policy := health.Policy{Interval: time.Second, Timeout: 500 * time.Millisecond, UnhealthyAfter: 2, Debounce: 5 * time.Second}
 	core := NewCore(policy, nil)
 	k := BackendKey{"default", "alpha"}
@@ -55,5 +60,16 @@ func TestStatusChangeLogged(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("line %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+	hist, _ := c.history.Since(0)
+	var steps []string
+	for _, ch := range hist {
+		if ch.Group != "default" || ch.Backend != "alpha" || !ch.Live || ch.At.IsZero() {
+			t.Errorf("history change %+v", ch)
+		}
+		steps = append(steps, ch.From+">"+ch.To)
+	}
+	if want := []string{">unknown", "unknown>healthy", "healthy>unknown", "unknown>unhealthy"}; !slices.Equal(steps, want) {
+		t.Errorf("history %v, want %v", steps, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/prober"
+	"github.com/fleetgate/fleetgate/pkg/timeline"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -257,6 +259,24 @@ func (c *Controller) publishStatuses(core *Core) {
 	c.mu.Unlock()
 	c.metrics.backendsByStatus(counts)
 	c.logTransitions(prev, st)
+	c.recordTransitions(prev, st, time.Now())
+}
+
+// recordTransitions adds to the status history every backend whose
+// status changed between two publications, and every backend new to
+// them (added, or the term just began: From is then empty), so that the
+// dashboard's timeline shows every status the admin API reported.
+func (c *Controller) recordTransitions(prev, next map[BackendKey]liveStatus, now time.Time) {
+	keys := slices.Collect(maps.Keys(next))
+	slices.SortFunc(keys, func(a, b BackendKey) int { return cmpString(a.String(), b.String()) })
+	for _, k := range keys {
+		was, ok := prev[k]
+		if ok && was.status == next[k].status {
+			continue
+		}
+		c.history.Record(timeline.Change{At: now, Group: k.Group, Backend: k.Name, From: string(was.status),
+			To: string(next[k].status), Reason: next[k].reason})
+	}
 }
 
 // logTransitions writes one line for every backend whose status changed

@@ -24,17 +24,21 @@ const (
 
 // EdgesJSON is GET /v1/edges: every edge that serves a session, with its
 // counts (all indexed sessions), and one page of sessions, optionally of
-// one edge (?edge=) or verdict (?verdict=), ordered by edge, then most
-// recently seen first.
+// one edge (?edge=), verdict (?verdict=) or class (?class=), ordered by
+// edge, then most recently seen first.
 type EdgesJSON struct {
 	// Available is false when the controller reads no session bucket.
 	Available bool `json:"available"`
 	// Ready is false until the first listing of the bucket is complete.
-	Ready     bool       `json:"ready"`
-	ScannedAt time.Time  `json:"scanned_at,omitzero"`
-	Total     int        `json:"total"`
-	Untracked int        `json:"untracked,omitempty"`
-	Verdicts  Counts     `json:"verdicts"`
+	Ready     bool      `json:"ready"`
+	ScannedAt time.Time `json:"scanned_at,omitzero"`
+	Total     int       `json:"total"`
+	Untracked int       `json:"untracked,omitempty"`
+	Verdicts  Counts    `json:"verdicts"`
+	// Classes counts the sessions by class (Class): the verdicts of the
+	// sessions in use, and idle ones apart.
+	Classes   Counts     `json:"classes"`
+	IdleAfter int64      `json:"idle_after_ms"`
 	Edges     []EdgeJSON `json:"edges"`
 	// EdgesTruncated: more than MaxEdges edges; the ones with the most
 	// sessions are listed.
@@ -51,6 +55,7 @@ type EdgeJSON struct {
 	Groups   []string  `json:"groups"`
 	Sessions int       `json:"sessions"`
 	Verdicts Counts    `json:"verdicts"`
+	Classes  Counts    `json:"classes"`
 	MinGen   uint64    `json:"min_applied_generation"`
 	MaxGen   uint64    `json:"max_applied_generation"`
 	LastSeen time.Time `json:"last_seen,omitzero"`
@@ -68,7 +73,8 @@ func (d *Dashboard) serveEdges(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "edges: " + err.Error()})
 		return
 	}
-	out := d.sessions.edges(q.Get("edge"), q.Get("verdict"), offset, max(limit, 1))
+	out := d.sessions.edges(sessionQuery{edge: q.Get("edge"), verdict: q.Get("verdict"), class: q.Get("class"),
+		offset: offset, limit: max(limit, 1), now: d.now(), idleAfter: d.o.IdleAfter})
 	out.Available = d.o.Sessions != nil
 	writeJSON(w, http.StatusOK, out)
 }
@@ -84,22 +90,35 @@ func intParam(s string, def, maxV int) (int, error) {
 	return n, nil
 }
 
+// sessionQuery selects the sessions of GET /v1/edges and classes them.
+type sessionQuery struct {
+	edge, verdict, class string
+	offset, limit        int
+	now                  time.Time
+	idleAfter            time.Duration
+}
+
 // edges builds GET /v1/edges from the index.
-func (x *sessionIndex) edges(edge, verdict string, offset, limit int) EdgesJSON {
+func (x *sessionIndex) edges(q sessionQuery) EdgesJSON {
+	edge, verdict, offset, limit := q.edge, q.verdict, q.offset, q.limit
 	x.mu.Lock()
 	out := EdgesJSON{Ready: x.ready, ScannedAt: x.scanned, Total: len(x.live) + x.untracked, Untracked: x.untracked,
-		Verdicts: Counts{}, Offset: offset, Limit: limit, Edges: []EdgeJSON{}, Sessions: []SessionJSON{}}
+		Verdicts: Counts{}, Classes: Counts{}, IdleAfter: q.idleAfter.Milliseconds(), Offset: offset, Limit: limit,
+		Edges: []EdgeJSON{}, Sessions: []SessionJSON{}}
 	byEdge := map[string]*EdgeJSON{}
 	var match []SessionJSON
 	for _, s := range x.live {
+		s.Class = Class(s.Verdict, s.LastSeen, q.now, q.idleAfter)
 		out.Verdicts[s.Verdict]++
+		out.Classes[s.Class]++
 		e := byEdge[s.Edge]
 		if e == nil {
-			e = &EdgeJSON{ID: s.Edge, Verdicts: Counts{}, MinGen: s.AppliedGeneration}
+			e = &EdgeJSON{ID: s.Edge, Verdicts: Counts{}, Classes: Counts{}, MinGen: s.AppliedGeneration}
 			byEdge[s.Edge] = e
 		}
 		e.Sessions++
 		e.Verdicts[s.Verdict]++
+		e.Classes[s.Class]++
 		e.MinGen, e.MaxGen = min(e.MinGen, s.AppliedGeneration), max(e.MaxGen, s.AppliedGeneration)
 		if s.LastSeen.After(e.LastSeen) {
 			e.LastSeen = s.LastSeen
@@ -107,7 +126,7 @@ func (x *sessionIndex) edges(edge, verdict string, offset, limit int) EdgesJSON 
 		if !slices.Contains(e.Groups, s.Group) && len(e.Groups) < 8 {
 			e.Groups = append(e.Groups, s.Group)
 		}
-		if (edge == "" || s.Edge == edge) && (verdict == "" || s.Verdict == verdict) {
+		if (edge == "" || s.Edge == edge) && (verdict == "" || s.Verdict == verdict) && (q.class == "" || s.Class == q.class) {
 			match = append(match, s)
 		}
 	}

@@ -161,7 +161,8 @@ authorization:
 		t.Fatal(err)
 	}
 	d, err := dashboard.New(&dashboard.Options{Reader: f.ctl.Reader(), Log: lg, Sessions: kv, Registerer: reg, Regions: regions,
-		OnError: func(err error) { t.Logf("dashboard: %v", err) }})
+		Statuses: f.ctl.StatusHistory(),
+		OnError:  func(err error) { t.Logf("dashboard: %v", err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +200,14 @@ authorization:
 	return f
 }
 
-// session writes a record as an edge does.
+// session writes a record as an edge does, last seen now.
 func (f *fleet) session(t *testing.T, id, edge, protocol, client string, gen uint64, verdict convergence.Status) {
+	t.Helper()
+	f.sessionSeen(t, id, edge, protocol, client, gen, verdict, time.Now().UTC())
+}
+
+// sessionSeen writes a record last seen at seen.
+func (f *fleet) sessionSeen(t *testing.T, id, edge, protocol, client string, gen uint64, verdict convergence.Status, seen time.Time) {
 	t.Helper()
 	conv := convergence.Record{ProtocolVersion: protocol, Seq: 2, CurrentDigest: "sha256:aa", CurrentGeneration: gen,
 		Traversal: convergence.Traversal{StartSeq: 1, Generation: gen, Final: true, Pages: 1, Tools: 6, Digest: "sha256:aa"}}
@@ -212,7 +219,7 @@ func (f *fleet) session(t *testing.T, id, edge, protocol, client string, gen uin
 	case convergence.Unverifiable:
 		conv.Traversal = convergence.Traversal{}
 	}
-	now := time.Now().UTC()
+	now := seen
 	params, _ := json.Marshal(map[string]any{"protocolVersion": protocol, "capabilities": map[string]any{},
 		"clientInfo": map[string]string{"name": strings.Fields(client)[0], "version": strings.Fields(client)[1]}})
 	_, err := f.store.Create(context.Background(), &sessionstore.Record{ID: id, Owner: sessionstore.OwnerHash("alice"), Group: "default",
@@ -348,10 +355,16 @@ func TestBrowserDashboard(t *testing.T) {
 	f.session(t, "W2N6QJ9ZX4TB7KM3RV8PH5DC", "edge-b21c", "2025-11-25", "goose 1.12.0", gen, convergence.Converged)
 	f.session(t, "M5X8KT3QW9ZB2NV6RJ4PH7DC", "edge-b21c", "2025-11-25", "vscode 1.106.1", gen, convergence.Incomplete)
 	f.session(t, "P4J7VZ2NX8QK5TB3MW9RH6DC", "edge-b21c", "2025-03-26", "windsurf 1.12.3", gen-1, convergence.Unverifiable)
+	// A session its client left open an hour ago: idle, not stale, and
+	// not in the converged share (3 of the 6 in use).
+	f.sessionSeen(t, "Q8W3RT6ZK2MX9VB4NJ7PH5DC", "edge-b21c", "2025-11-25", "mcp-inspector-cli 0.17.2", gen-2, convergence.Stale,
+		time.Now().UTC().Add(-time.Hour))
 	within(t, ctx, 10*time.Second, "the session verdicts",
 		poll(`document.querySelector('tr[data-session="K7Q2M9XW4RTA8LZ3VB6NPD1C"] .verdict')?.textContent === 'converged'`, 10*time.Second),
 		poll(`document.querySelector('tr[data-session="R9T4BX6MW2KQ8VZ3NP5JH7LC"] .verdict')?.textContent === 'stale'`, 10*time.Second),
-		poll(`document.querySelectorAll('#edges .edge').length === 2 && document.querySelectorAll('#sessions tbody tr').length === 6`, 10*time.Second),
+		poll(`document.querySelector('tr[data-session="Q8W3RT6ZK2MX9VB4NJ7PH5DC"] .verdict')?.textContent === 'idle'`, 10*time.Second),
+		poll(`document.querySelectorAll('#edges .edge').length === 2 && document.querySelectorAll('#sessions tbody tr').length === 7`, 10*time.Second),
+		poll(`document.querySelector('#t-sessions').textContent === '50%' && document.querySelector('#t-sessions-sub').textContent.startsWith('6 active · 1 idle')`, 10*time.Second),
 	)
 	if os.Getenv("FLEETGATE_SCREENSHOTS") != "" {
 		within(t, ctx, 10*time.Second, "some history", chromedp.Sleep(5500*time.Millisecond))
@@ -406,29 +419,6 @@ func TestBrowserDashboard(t *testing.T) {
 	slices.Sort(latencies)
 	t.Logf("event on the bus to the page showing it: median %s, max %s (%d changes, DOM polled every 10ms)",
 		latencies[len(latencies)/2].Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond), len(latencies))
-
-	// The timeline's pure core, in the page's own module.
-	type seg struct {
-		From, To int
-		Status   string
-	}
-	for _, c := range []struct {
-		changes, current string
-		want             []seg
-	}{
-		{`[]`, "healthy", []seg{{0, 100, "healthy"}}},
-		{`[{"t":40,"before":"healthy","after":"unknown"}]`, "unknown", []seg{{0, 40, "healthy"}, {40, 100, "unknown"}}},
-		{`[{"t":-5,"before":"absent","after":"unknown"},{"t":10,"before":"unknown","after":"healthy"}]`, "healthy",
-			[]seg{{0, 10, "unknown"}, {10, 100, "healthy"}}},
-		{`[{"t":0,"before":"absent","after":"unknown"},{"t":150,"before":"unknown","after":"healthy"}]`, "healthy",
-			[]seg{{0, 100, "unknown"}}},
-	} {
-		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]seg](fmt.Sprintf(`import('/ui/js/backends.js').then(m => m.segments(%s, %q, 0, 100))`,
-			c.changes, c.current), chromedp.EvalAwaitPromise))
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("segments(%s) = %v (%v), want %v", c.changes, got, err, c.want)
-		}
-	}
 
 	// Hostile text in a record (the edge id and client name are whatever
 	// a NATS user wrote) is shown as text.

@@ -44,6 +44,7 @@ const (
 	DefaultRescan        = time.Minute
 	DefaultMaxSessions   = 10000
 	DefaultRetryDelay    = time.Second
+	DefaultIdleAfter     = 10 * time.Minute
 	// MaxCatchUp is the largest run of events the stream sends after a
 	// pause of the log; a longer one is a reset (the page reloads).
 	MaxCatchUp = 256
@@ -84,6 +85,19 @@ type Options struct {
 	// controller's NATS); nil is a single-region controller: no panel.
 	// It must honour ctx.
 	Regions func(ctx context.Context) []region.Status
+	// Statuses is the controller's record of the changes of the status
+	// it reports (Controller.StatusHistory): the timelines show them
+	// beside the log's health events, which record only changes of
+	// advertisability. nil: the timelines are drawn from the log alone.
+	Statuses StatusSource
+	// IdleAfter is how long a session may go without a request before
+	// the page counts it idle rather than by its verdict (default
+	// DefaultIdleAfter). Edges write a session's last-seen time at most
+	// once per sessionstore TouchEvery (3m by default): keep it above.
+	IdleAfter time.Duration
+	// Now is the clock of the timelines and session classes; nil is
+	// time.Now.
+	Now func() time.Time
 }
 
 // Dashboard serves the page and its data; Run follows the log and the
@@ -92,8 +106,11 @@ type Dashboard struct {
 	o        Options
 	hub      *hub
 	sessions *sessionIndex
+	history  *history
 	metrics  *metrics
 }
+
+func (d *Dashboard) now() time.Time { return d.o.Now() }
 
 // ErrOptions is returned by New for options without Reader or Log.
 var ErrOptions = errors.New("dashboard: Options.Reader and Options.Log are required")
@@ -125,9 +142,13 @@ func New(o *Options) (*Dashboard, error) {
 	def(&opts.SessionsEvery, DefaultSessionsEvery)
 	def(&opts.Rescan, DefaultRescan)
 	def(&opts.RetryDelay, DefaultRetryDelay)
+	def(&opts.IdleAfter, DefaultIdleAfter)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	m := newMetrics(opts.Registerer)
 	return &Dashboard{o: opts, metrics: m, hub: newHub(opts.MaxStreams, opts.StreamBuffer, m),
-		sessions: newSessionIndex(opts.MaxSessions)}, nil
+		sessions: newSessionIndex(opts.MaxSessions), history: newHistory()}, nil
 }
 
 // Run follows the event log and the session bucket and feeds the
@@ -137,6 +158,9 @@ func (d *Dashboard) Run(ctx context.Context) error {
 	defer d.hub.close()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.follow(ctx) })
+	if d.o.Statuses != nil {
+		g.Go(func() error { return d.followStatus(ctx) })
+	}
 	if d.o.Sessions != nil {
 		g.Go(func() error { return d.sessions.run(ctx, d.o.Sessions, d.o.Rescan, d.o.RetryDelay, d.report) })
 		g.Go(func() error { return d.pushSessions(ctx) })
@@ -167,5 +191,6 @@ func (d *Dashboard) Handler(api http.Handler) http.Handler {
 	mux.HandleFunc("GET /v1/edges", d.serveEdges)
 	mux.HandleFunc("GET /v1/events/recent", d.serveRecent)
 	mux.HandleFunc("GET /v1/regions", d.serveRegions)
+	mux.HandleFunc("GET /v1/timeline", d.serveTimeline)
 	return mux
 }

@@ -1,7 +1,12 @@
 // Package dashboard is the controller's web page: the fleet's backends
-// with their status and health timeline, the generation log with each
+// with their status and health timeline (package timeline: the log's
+// health events and every status change the controller reported, which
+// the log does not carry when advertisability does not change), the
+// generation log with each
 // event's details, the authorization policy in force, and per edge its
-// sessions with protocol, applied generation and convergence verdict,
+// sessions with protocol, applied generation and convergence verdict
+// (a session without a request for Options.IdleAfter is counted idle,
+// apart from the verdicts),
 // and, in a multi-region fleet, each region's log as the controller's
 // NATS holds it (head generation, mirror lag and activity). It updates
 // live from a server-sent event stream.
@@ -13,15 +18,16 @@
 // the only part served without the admin token; the Host check of
 // package adminauth applies to it as to the rest.
 //
-//	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: kv})
+//	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: kv, Statuses: ctl.StatusHistory()})
 //	h := adminauth.Guard(dash.Handler(ctl.Handler(reg)), adminauth.Options{Token: tok, Open: dashboard.OpenPaths()})
 //	go dash.Run(ctx) // follows the log and the session bucket; ends every stream when ctx ends
 //
 // Endpoints (all but the shell need the admin token when one is set):
 //
 //	GET /ui, /ui/...          the page shell and its assets
-//	GET /v1/stream            server-sent events: hello, event, reset, sessions
-//	GET /v1/edges             session records by edge: counts, verdicts, one page of sessions
+//	GET /v1/stream            server-sent events: hello, event, status, reset, sessions
+//	GET /v1/edges             session records by edge: counts, verdicts, classes, one page of sessions
+//	GET /v1/timeline          each backend's status over a window, in runs (window=1h)
 //	GET /v1/events/recent     the newest events of the log (limit, before)
 //	GET /v1/regions           a multi-region fleet's logs here (Options.Regions; 404 without)
 //

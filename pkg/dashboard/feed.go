@@ -128,6 +128,9 @@ func (d *Dashboard) follow(ctx context.Context) error {
 	changed, stop := d.o.Reader.Watch()
 	defer stop()
 	last := d.o.Reader.State().Generation
+	if err := d.seed(ctx, last); err != nil && ctx.Err() == nil {
+		d.report(fmt.Errorf("dashboard: status history from the log: %w", err))
+	}
 	var retry <-chan time.Time
 	for {
 		select {
@@ -176,6 +179,7 @@ func (d *Dashboard) catchUp(ctx context.Context, last *uint64) error {
 			if ev.Generation <= *last {
 				continue
 			}
+			d.history.addEvent(ev)
 			d.hub.broadcast(frame(FrameEvent, ev.Generation, Brief(ev)))
 			d.metrics.sent(ev.Time)
 			*last = ev.Generation

@@ -18,18 +18,20 @@ import (
 // no initialize params (the client's name and version only), no evidence
 // (its verdict only).
 type SessionJSON struct {
-	ID                string    `json:"id"`
-	Edge              string    `json:"edge"`
-	Group             string    `json:"group"`
-	Mode              string    `json:"mode"`
-	ProtocolVersion   string    `json:"protocol_version"`
-	Client            string    `json:"client,omitempty"`
-	AppliedGeneration uint64    `json:"applied_generation"`
-	Digest            string    `json:"digest,omitempty"`
-	Verdict           string    `json:"verdict"`
-	VerdictReason     string    `json:"verdict_reason,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
-	LastSeen          time.Time `json:"last_seen"`
+	ID                string `json:"id"`
+	Edge              string `json:"edge"`
+	Group             string `json:"group"`
+	Mode              string `json:"mode"`
+	ProtocolVersion   string `json:"protocol_version"`
+	Client            string `json:"client,omitempty"`
+	AppliedGeneration uint64 `json:"applied_generation"`
+	Digest            string `json:"digest,omitempty"`
+	Verdict           string `json:"verdict"`
+	VerdictReason     string `json:"verdict_reason,omitempty"`
+	// Class is the verdict, or idle (Class), when the session is served.
+	Class     string    `json:"class,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	LastSeen  time.Time `json:"last_seen"`
 }
 
 // maxField bounds every string taken from a record, in runes.
@@ -285,8 +287,8 @@ type SessionsFrame struct {
 	More      bool          `json:"more,omitempty"`
 }
 
-// take returns the pending changes and clears them.
-func (x *sessionIndex) take() (SessionsFrame, bool) {
+// take returns the pending changes, classed at now, and clears them.
+func (x *sessionIndex) take(now time.Time, idleAfter time.Duration) (SessionsFrame, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if len(x.changed) == 0 && !x.more {
@@ -296,6 +298,7 @@ func (x *sessionIndex) take() (SessionsFrame, bool) {
 		Changed: []SessionJSON{}, Removed: []string{}}
 	for id, removed := range x.changed {
 		if s, ok := x.live[id]; ok && !removed {
+			s.Class = Class(s.Verdict, s.LastSeen, now, idleAfter)
 			f.Changed = append(f.Changed, s)
 		} else {
 			f.Removed = append(f.Removed, id)
@@ -314,7 +317,7 @@ func (d *Dashboard) pushSessions(ctx context.Context) error {
 			return nil
 		case <-d.sessions.notify:
 		}
-		if f, ok := d.sessions.take(); ok {
+		if f, ok := d.sessions.take(d.now(), d.o.IdleAfter); ok {
 			d.hub.broadcast(frame(FrameSessions, 0, f))
 		}
 		select {

@@ -21,6 +21,9 @@ const (
 	FrameReset = "reset"
 	// FrameSessions carries session record changes (SessionsFrame).
 	FrameSessions = "sessions"
+	// FrameStatus is a change of the status the controller reports for
+	// a backend (StatusFrame), event or not.
+	FrameStatus = "status"
 )
 
 // heartbeatFrame is an SSE comment: it keeps proxies and the client's

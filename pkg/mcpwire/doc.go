@@ -7,7 +7,7 @@
 // Check: it runs in time linear in the input and constant memory, without
 // recursion, so that the parsers after it (fastjson, the go-sdk's decoder,
 // encoding/json) are only ever given input whose nesting they handle. The
-// limits are documented in the README and named here:
+// limits are documented in docs/limits.md and named here:
 //
 //	MaxDepth = 1000   arrays and objects nested in one message (the go-sdk
 //	                  refuses tool schemas deeper than that)

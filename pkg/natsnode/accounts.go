@@ -113,7 +113,7 @@ func fleetReadServices(logs []LogNames) []string {
 
 // Config is the accounts section of a nats-server configuration for a:
 // the text the embedded node runs and an operator puts into an external
-// cluster's configuration (see the README).
+// cluster's configuration (see docs/limits.md).
 func (a Accounts) Config() (string, error) {
 	if err := a.Check(); err != nil {
 		return "", err
@@ -166,7 +166,7 @@ func quoteList(s []string) string {
 	return strings.Join(q, ", ")
 }
 
-// ExampleKeys are the placeholder public keys of the README's example
+// ExampleKeys are the placeholder public keys of docs/limits.md's example
 // configuration (controller, controller in the edge account, two edges);
 // an operator puts the keys of the users made with `nk -gen user -pubout`
 // in their place.

@@ -15,6 +15,8 @@ const REGIONS_EVERY = 1500; // ms between reads of /v1/regions: a change shows w
 
 const S = {
   state: null,
+  timeline: null, // GET /v1/timeline
+  statusAt: new Map(), // group\0backend -> time of the newest status shown
   auth: null,
   events: [], // briefs, oldest first
   first: 0,
@@ -45,9 +47,7 @@ function renderHeader() {
 }
 
 function drawBackends() {
-  const e0 = S.events[0];
-  const origin = e0 && e0.generation <= Math.max(1, S.first) ? Date.parse(e0.time) : 0;
-  const counts = renderBackends($("backends").tBodies[0], S.state, S.events, S.windowMs, origin);
+  const counts = renderBackends($("backends").tBodies[0], S.state, S.timeline);
   setText("t-backends", counts.total ? counts.advertisable + " / " + counts.total : "—");
   const sub = $("t-backends-sub");
   sub.replaceChildren();
@@ -59,7 +59,7 @@ function drawBackends() {
   }
   setText("backends-count", counts.total + " in " + ((S.state && S.state.groups) || []).length + " group(s)");
   const label = { 900000: "15m", 3600000: "1h", 21600000: "6h", 86400000: "24h" }[S.windowMs] || "";
-  setText("window-label", counts.span < S.windowMs - 1000 ? "· since the log began (" + rel(Date.now() - counts.span).replace(" ago", "") + ")" : "· last " + label);
+  setText("window-label", counts.sinceLogBegan ? "· since the log began (" + rel(Date.now() - counts.span).replace(" ago", "") + ")" : "· last " + label);
 }
 
 function drawEvents() {
@@ -84,8 +84,11 @@ function drawSessions() {
     setText("t-sessions-sub", "no session records");
     setText("sessions-count", "");
   } else {
-    setText("t-sessions", t.total ? Math.round((100 * t.converged) / t.total) + "%" : "—");
-    setText("t-sessions-sub", t.total + " session" + (t.total === 1 ? "" : "s") + " · " + (S.edges.edges || []).length + " edge(s)");
+    // Converged among the sessions in use: an idle one (a client that
+    // left its session open) is counted apart, not as stale.
+    const active = t.total - t.idle;
+    setText("t-sessions", active ? Math.round((100 * t.converged) / active) + "%" : "—");
+    setText("t-sessions-sub", active + " active · " + t.idle + " idle · " + (S.edges.edges || []).length + " edge(s)");
     setText("sessions-count", t.total + " total");
   }
   const d = S.edges;
@@ -112,13 +115,18 @@ function banner(msg) {
 function edgesPath() {
   const q = new URLSearchParams({ offset: String(S.sel.offset), limit: String(S.sel.limit) });
   if (S.sel.edge) q.set("edge", S.sel.edge);
-  if (S.sel.verdict) q.set("verdict", S.sel.verdict);
+  if (S.sel.verdict) q.set("class", S.sel.verdict);
   return "/v1/edges?" + q;
 }
 
+function timelinePath() {
+  return "/v1/timeline?window=" + Math.round(S.windowMs / 1000) + "s";
+}
+
 async function loadAll() {
-  const [state, recent, edges] = await Promise.all([get("/v1/state"), get("/v1/events/recent?limit=500"), get(edgesPath())]);
+  const [state, recent, edges, tl] = await Promise.all([get("/v1/state"), get("/v1/events/recent?limit=500"), get(edgesPath()), get(timelinePath())]);
   S.state = state;
+  S.timeline = tl;
   S.auth = state.authorization || null;
   S.first = recent.first;
   mergeEvents(recent.events || []);
@@ -154,6 +162,11 @@ const reloadState = debounced(async () => {
   renderHeader();
   drawBackends();
   drawPolicy();
+}, 150);
+
+const reloadTimeline = debounced(async () => {
+  S.timeline = await get(timelinePath());
+  drawBackends();
 }, 150);
 
 const reloadEdges = debounced(async () => {
@@ -200,26 +213,26 @@ function onFrame(type, data) {
     case "event": {
       mergeEvents([data]);
       if (S.state && data.generation > S.state.generation) S.state.generation = data.generation;
-      if (data.kind === "health_changed" && data.health && S.state) {
-        for (const g of S.state.groups || []) {
-          if (g.name !== data.group) continue;
-          for (const b of g.backends || []) {
-            if (b.name === data.backend) {
-              b.status = data.health.to;
-              b.advertisable = data.health.advertisable;
-              b.reason = data.health.reason || "";
-            }
-          }
-        }
+      if (data.kind === "health_changed" && data.health) {
+        setStatus(data.group, data.backend, data.time, data.health.to, data.health.reason, data.health.advertisable);
       }
       renderHeader();
       drawBackends();
       drawEvents();
       drawSessions(); // the lag of each session's applied generation
       reloadState();
+      reloadTimeline();
       reloadRegions();
       break;
     }
+    case "status":
+      // A change of the status the controller reports, event or not
+      // (unknown to unhealthy, degraded to healthy are no events).
+      setStatus(data.group, data.backend, data.time, data.to, data.reason);
+      drawBackends();
+      reloadState();
+      reloadTimeline();
+      break;
     case "reset":
       loadAll().catch(handleError);
       break;
@@ -227,6 +240,25 @@ function onFrame(type, data) {
       if (applyChanges(S.edges, data)) drawSessions();
       reloadEdges();
       break;
+  }
+}
+
+// setStatus shows a backend's status from a frame, unless the page
+// already shows a newer one (an event is stored after the status change
+// that made it, and a later change may have come first).
+function setStatus(group, backend, time, status, reason, advertisable) {
+  const k = group + "\u0000" + backend;
+  const at = Date.parse(time) || 0;
+  if (!S.state || at < (S.statusAt.get(k) || 0)) return;
+  S.statusAt.set(k, at);
+  for (const g of S.state.groups || []) {
+    if (g.name !== group) continue;
+    for (const b of g.backends || []) {
+      if (b.name !== backend) continue;
+      b.status = status || "unknown";
+      b.reason = reason || "";
+      if (advertisable !== undefined) b.advertisable = advertisable;
+    }
   }
 }
 
@@ -298,7 +330,7 @@ function wire() {
     if (!b) return;
     S.windowMs = Number(b.dataset.ms);
     for (const x of $("window").querySelectorAll("button")) x.classList.toggle("on", x === b);
-    drawBackends();
+    reloadTimeline();
   });
   const toggle = (row) => {
     const gen = Number(row.dataset.gen);
@@ -336,7 +368,7 @@ function wire() {
   $("prev").addEventListener("click", () => { S.sel.offset = Math.max(0, S.sel.offset - S.sel.limit); reloadEdges(); });
   $("next").addEventListener("click", () => { S.sel.offset += S.sel.limit; reloadEdges(); });
   // Relative times and the timelines move on with the clock.
-  setInterval(() => { refreshTimes(); renderHeader(); drawBackends(); }, 5000);
+  setInterval(() => { refreshTimes(); renderHeader(); if ($("main").hidden === false) reloadTimeline(); }, 5000);
   setInterval(() => { if ($("main").hidden === false) loadRegions().catch(handleError); }, REGIONS_EVERY);
 }
 

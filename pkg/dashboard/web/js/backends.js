@@ -1,57 +1,18 @@
-// The backends table: status, catalog, and a health timeline built from
-// the health events of the log.
+// The backends table: status, catalog, and the health timeline of each
+// backend as GET /v1/timeline draws it.
 
 import { h, pill, shortDigest, timeEl, cssToken } from "./dom.js";
 
 const key = (g, b) => g + "\u0000" + b;
 
-// statusAfter is a backend's status once event e applied.
-function statusAfter(e) {
-  switch (e.kind) {
-    case "health_changed": return (e.health && e.health.to) || "unknown";
-    case "backend_added": return "unknown";
-    case "backend_removed": return "absent";
-    default: return null;
-  }
-}
-
-// statusBefore is a backend's status before event e applied.
-function statusBefore(e) {
-  switch (e.kind) {
-    case "health_changed": return (e.health && e.health.from) || "unknown";
-    case "backend_added": return "absent";
-    default: return null;
-  }
-}
-
-// history groups the status-changing events by backend, oldest first.
-export function history(events) {
+// byBackend indexes GET /v1/timeline's rows by group and backend. The
+// server draws the timelines (package timeline: the log's health events
+// and every status change the controller reported, merged by time); the
+// page only paints them.
+export function byBackend(tl) {
   const m = new Map();
-  for (const e of events) {
-    if (!e.backend || statusAfter(e) === null) continue;
-    const k = key(e.group, e.backend);
-    let l = m.get(k);
-    if (!l) m.set(k, (l = []));
-    l.push({ t: Date.parse(e.time) || 0, gen: e.generation, before: statusBefore(e), after: statusAfter(e), reason: e.health ? e.health.reason : "" });
-  }
+  for (const b of (tl && tl.backends) || []) m.set(key(b.group, b.backend), b);
   return m;
-}
-
-// segments cuts [t0, now] into runs of one status.
-export function segments(changes, current, t0, now) {
-  let status = null;
-  for (const c of changes) if (c.t <= t0) status = c.after;
-  const inside = changes.filter((c) => c.t > t0 && c.t <= now);
-  if (status === null) status = inside.length ? (inside[0].before || "unknown") : current;
-  const out = [];
-  let start = t0;
-  for (const c of inside) {
-    if (c.t > start) out.push({ from: start, to: c.t, status });
-    status = c.after;
-    start = Math.max(start, c.t);
-  }
-  out.push({ from: start, to: now, status });
-  return out;
 }
 
 function fmtDur(ms) {
@@ -64,8 +25,10 @@ function fmtDur(ms) {
 function timelineEl(segs, t0, now) {
   const span = Math.max(1, now - t0);
   const bar = h("div", { class: "timeline" });
-  for (const s of segs) {
-    const seg = h("div", { class: "tl s-" + cssToken(s.status), title: s.status + " · " + fmtDur(s.to - s.from) + " · from " + new Date(s.from).toLocaleTimeString() });
+  for (const x of segs || []) {
+    const s = { from: Date.parse(x.from), to: Date.parse(x.to), status: x.status };
+    if (!(s.to > s.from)) continue;
+    const seg = h("div", { class: "tl s-" + cssToken(s.status), dataset: { status: cssToken(s.status) }, title: s.status + " · " + fmtDur(s.to - s.from) + " · from " + new Date(s.from).toLocaleTimeString() });
     seg.style.left = ((s.from - t0) / span) * 100 + "%";
     seg.style.width = Math.max(0.35, ((s.to - s.from) / span) * 100) + "%";
     bar.append(seg);
@@ -73,13 +36,12 @@ function timelineEl(segs, t0, now) {
   return bar;
 }
 
-// renderBackends fills the table body; it returns the counts by status.
-// origin is when the log began, when the page holds its first event (the
-// timeline then starts there rather than in a time before the fleet).
-export function renderBackends(tbody, state, events, windowMs, origin = 0, now = Date.now()) {
-  const hist = history(events);
-  let t0 = now - windowMs;
-  if (origin && origin > t0) t0 = Math.min(origin - 1000, now - 10000);
+// renderBackends fills the table body from the state and the timelines;
+// it returns the counts by status.
+export function renderBackends(tbody, state, tl) {
+  const rows_ = byBackend(tl);
+  const t0 = tl ? Date.parse(tl.from) : 0;
+  const now = tl ? Date.parse(tl.to) : 0;
   const counts = { total: 0, advertisable: 0, byStatus: {} };
   const rows = [];
   for (const g of (state && state.groups) || []) {
@@ -87,8 +49,8 @@ export function renderBackends(tbody, state, events, windowMs, origin = 0, now =
       counts.total++;
       if (b.advertisable) counts.advertisable++;
       counts.byStatus[b.status] = (counts.byStatus[b.status] || 0) + 1;
-      const changes = hist.get(key(g.name, b.name)) || [];
-      const last = changes.length ? changes[changes.length - 1] : null;
+      const row = rows_.get(key(g.name, b.name));
+      const last = row && row.last_change ? row.last_change : "";
       const tools = b.tools || [];
       const url = h("span", { class: "mono url", title: b.url }, b.url);
       const status = h("td", { class: "c-status" }, pill(b.status));
@@ -100,14 +62,15 @@ export function renderBackends(tbody, state, events, windowMs, origin = 0, now =
         h("td", { class: "c-url" }, url),
         h("td", { class: "num mono", title: tools.slice(0, 60).join("\n") + (tools.length > 60 ? "\n…" : "") }, String(tools.length)),
         h("td", { class: "mono", title: b.digest || "" }, shortDigest(b.digest)),
-        h("td", { class: "c-timeline" }, timelineEl(segments(changes, b.status, t0, now), t0, now)),
-        h("td", { class: "num" }, last ? timeEl(new Date(last.t).toISOString()) : h("span", { class: "muted" }, "—")),
+        h("td", { class: "c-timeline" }, timelineEl(row ? row.segments : [], t0, now)),
+        h("td", { class: "num" }, last ? timeEl(last) : h("span", { class: "muted" }, "—")),
         h("td", { class: "num mono" }, String(b.generation || "—")),
       ));
     }
   }
   if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: "8", class: "empty" }, "No backends configured.")));
   tbody.replaceChildren(...rows);
+  counts.sinceLogBegan = !!(tl && tl.since_log_began);
   counts.span = now - t0;
   return counts;
 }

@@ -1,14 +1,16 @@
-// Sessions by edge (GET /v1/edges): one card per edge with its verdicts,
-// and one page of session records.
+// Sessions by edge (GET /v1/edges): one card per edge with its sessions
+// by class (the convergence verdicts of the sessions in use, and idle ones
+// apart: no request for longer than the server's bound), and one page of
+// session records.
 
 import { h, pill, timeEl, shortID, empty, cssToken } from "./dom.js";
 
-const VERDICTS = ["converged", "incomplete", "stale", "unverifiable"];
+const CLASSES = ["converged", "incomplete", "stale", "unverifiable", "idle"];
 
-// verdictBar is a stacked bar of verdict counts.
+// verdictBar is a stacked bar of counts by class.
 export function verdictBar(counts, total) {
-  const bar = h("div", { class: "vbar", title: VERDICTS.filter((v) => counts[v]).map((v) => counts[v] + " " + v).join(", ") });
-  for (const v of VERDICTS) {
+  const bar = h("div", { class: "vbar", title: CLASSES.filter((v) => counts[v]).map((v) => counts[v] + " " + v).join(", ") });
+  for (const v of CLASSES) {
     const n = counts[v] || 0;
     if (!n) continue;
     const seg = h("div", { class: "vseg s-" + v });
@@ -21,7 +23,7 @@ export function verdictBar(counts, total) {
 function edgeCard(e, selected, gen) {
   return h("button", { type: "button", class: "edge" + (selected ? " on" : ""), dataset: { edge: e.id } },
     h("div", { class: "edge-head" }, h("span", { class: "mono name" }, e.id || "(unnamed)"), h("span", { class: "count" }, String(e.sessions))),
-    verdictBar(e.verdicts || {}, e.sessions),
+    verdictBar(e.classes || {}, e.sessions),
     h("div", { class: "sub" },
       (e.groups || []).join(", ") + " · gen ",
       h("span", { class: "mono" }, e.min_applied_generation === e.max_applied_generation ? String(e.max_applied_generation) : e.min_applied_generation + "–" + e.max_applied_generation)));
@@ -50,7 +52,8 @@ export function renderSessions(edgesEl, tbody, infoEl, data, sel, gen) {
       h("td", { class: "client" }, s.client || h("span", { class: "muted" }, "—")),
       h("td", { class: "num mono", title: behind ? "the controller is at " + gen : "the controller's generation" }, String(s.applied_generation),
         behind ? h("span", { class: "lag" }, " −" + (gen - s.applied_generation)) : null),
-      h("td", { class: "verdict-cell", title: s.verdict_reason || "" }, h("span", { class: "verdict pill s-" + cssToken(s.verdict) }, s.verdict), h("div", { class: "reason" }, s.verdict_reason || "")),
+      h("td", { class: "verdict-cell", title: s.verdict_reason || "" }, h("span", { class: "verdict pill s-" + cssToken(s.class || s.verdict) }, s.class || s.verdict),
+        h("div", { class: "reason" }, s.class === "idle" ? "no request for " + idleFor(data.idle_after_ms) + "; last verdict " + s.verdict : s.verdict_reason || "")),
       h("td", { class: "num" }, timeEl(s.last_seen)));
   });
   if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: "8", class: "empty" }, data.total ? "No session matches." : "No sessions.")));
@@ -58,8 +61,13 @@ export function renderSessions(edgesEl, tbody, infoEl, data, sel, gen) {
   const from = data.matched ? data.offset + 1 : 0;
   const to = data.offset + (data.sessions || []).length;
   infoEl.textContent = from + "–" + to + " of " + data.matched + (data.untracked ? " (" + data.untracked + " more not indexed)" : "");
-  const conv = (data.verdicts && data.verdicts.converged) || 0;
-  return { total: data.total, converged: conv, verdicts: data.verdicts || {} };
+  const classes = data.classes || {};
+  return { total: data.total, converged: classes.converged || 0, idle: classes.idle || 0, classes };
+}
+
+function idleFor(ms) {
+  const m = Math.round((ms || 0) / 60000);
+  return m >= 1 ? "over " + m + " min" : "a while";
 }
 
 // applyChanges updates rows of the page in place from a sessions frame;
