@@ -32,15 +32,36 @@ func readJSON(tb testing.TB, name string, v any) {
 	}
 }
 
-// catalogDocs loads testdata/tools.json as index documents.
-func catalogDocs(tb testing.TB) []Doc {
+// corpus names the tool and query files of one test corpus in testdata.
+type corpus struct {
+	name           string
+	tools, queries string
+}
+
+// corpora are the test corpora: the project's own catalog, whose queries
+// the package was first written against.
+var corpora = []corpus{
+	{name: "project", tools: "tools.json", queries: "queries.json"},
+}
+
+// loadCorpus reads one corpus as index documents and queries.
+func loadCorpus(tb testing.TB, c corpus) ([]Doc, []catalogQuery) {
 	tb.Helper()
 	var tools []catalogTool
-	readJSON(tb, "tools.json", &tools)
+	readJSON(tb, c.tools, &tools)
 	docs := make([]Doc, len(tools))
 	for i, t := range tools {
 		docs[i] = Doc{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
 	}
+	var qs []catalogQuery
+	readJSON(tb, c.queries, &qs)
+	return docs, qs
+}
+
+// catalogDocs loads testdata/tools.json as index documents.
+func catalogDocs(tb testing.TB) []Doc {
+	tb.Helper()
+	docs, _ := loadCorpus(tb, corpora[0])
 	return docs
 }
 
