@@ -11,6 +11,7 @@ import (
 type catalogTool struct {
 	Name        string          `json:"name"`
 	Title       string          `json:"title"`
+	Server      string          `json:"server"` // the public MCP server the tool is modelled on
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
@@ -38,11 +39,16 @@ type corpus struct {
 	tools, queries string
 }
 
-// corpora are the test corpora: the project's own catalog, whose queries
-// the package was first written against.
-var corpora = []corpus{
-	{name: "project", tools: "tools.json", queries: "queries.json"},
-}
+// The test corpora (see the README's section on them): the project's own
+// catalog, whose queries the package was first written against; the
+// tuning corpus, the only one options are chosen on; and the evaluation
+// corpus, held out: other servers, other wording, never tuned on.
+var (
+	projectCorpus = corpus{name: "project", tools: "tools.json", queries: "queries.json"}
+	tuneCorpus    = corpus{name: "tune", tools: "tune/tools.json", queries: "tune/queries.json"}
+	evalCorpus    = corpus{name: "eval", tools: "eval/tools.json", queries: "eval/queries.json"}
+	corpora       = []corpus{projectCorpus, tuneCorpus, evalCorpus}
+)
 
 // loadCorpus reads one corpus as index documents and queries.
 func loadCorpus(tb testing.TB, c corpus) ([]Doc, []catalogQuery) {
@@ -61,7 +67,7 @@ func loadCorpus(tb testing.TB, c corpus) ([]Doc, []catalogQuery) {
 // catalogDocs loads testdata/tools.json as index documents.
 func catalogDocs(tb testing.TB) []Doc {
 	tb.Helper()
-	docs, _ := loadCorpus(tb, corpora[0])
+	docs, _ := loadCorpus(tb, projectCorpus)
 	return docs
 }
 
