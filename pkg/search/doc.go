@@ -3,14 +3,22 @@
 // the index returns the tools that best fit.
 //
 // It is a pure, in-memory BM25F index. Each tool is a [Doc] with five
-// weighted fields: the tokens of its name (weighted highest), its title, its
-// description, and the names and descriptions of the parameters found in its
-// input schema (nested objects and arrays included, to a bounded depth).
-// Documents and queries go through the same pipeline, [Tokenize]: split on
-// punctuation and on camelCase and digit boundaries, lowercase, drop stop
-// words, and [Stem]. At query time each term may be expanded with synonyms
-// ([DefaultSynonyms]) at a reduced weight, bridging everyday words ("folder",
-// "meeting") and API words ("directory", "event").
+// weighted fields: the tokens of its name, its title, its description, and
+// the names and descriptions of the parameters found in its input schema
+// (nested objects and arrays included, to a bounded depth). Documents and
+// queries go through the same pipeline, [Tokenize]: split on punctuation
+// and on camelCase and digit boundaries, lowercase, drop stop words, spell
+// out common abbreviations ("repo", "k8s", "PR"), and [Stem]. A query
+// first loses the words agents frame it with ("I need a tool to", "help
+// me"); each remaining term is then expanded at reduced weights with the
+// curated synonyms ([DefaultSynonyms]) and with the synonyms and derived
+// words of an English lexicon derived from WordNet 3.0 (embedded, with its
+// licence, in wordnet/; built by internal/wordnetgen). A second pass
+// rescales each matching tool's score by the share of the query's words
+// it covers, in any field and in its name or title, and adds the score of
+// its group (its backend, by default the name's prefix) as a whole.
+// Options.Weights and the other defaults were chosen on a tuning corpus and
+// checked on a held-out one (testdata/tune, testdata/eval; see the README).
 //
 // An [Index] is immutable once [Build] returns it, so it is searched
 // concurrently without locks; a catalog change means building a new index

@@ -12,6 +12,9 @@ type Doc struct {
 	Title       string
 	Description string
 	InputSchema json.RawMessage
+	// Group names the set of tools doc belongs to, such as its backend;
+	// empty means the prefix of Name before its first "_", "." or "/".
+	Group string
 }
 
 // Index is an immutable BM25F index over a fixed list of tool documents.
@@ -26,6 +29,7 @@ type Index struct {
 	avgLen [numFields]float64  // per field: mean of length over all docs
 	opts   resolved
 
+	groups   groupIndex
 	terms    map[string]termEntry
 	postings []posting // all postings, grouped by term, then by field, then ascending doc
 
@@ -64,6 +68,8 @@ func Build(docs []Doc, opts *Options) *Index {
 	var tokens [numFields][]string
 	counts := make(map[string]uint16)
 	var totalLen [numFields]float64
+	ix.groups.of = make([]int32, len(docs))
+	gb := groupBuilder{ids: map[string]int32{}}
 
 	for d, doc := range docs {
 		ix.names[d] = doc.Name
@@ -75,6 +81,9 @@ func Build(docs []Doc, opts *Options) *Index {
 		tokens[fieldDescription] = appendTokens(tokens[fieldDescription], doc.Description)
 		tokens[fieldParamName], tokens[fieldParamDescription] = schemaTerms(doc.InputSchema,
 			ix.opts.maxDepth, tokens[fieldParamName], tokens[fieldParamDescription])
+		if ix.opts.groupWeight > 0 {
+			gb.add(&ix.groups, d, doc, tokens[fieldName], tokens[fieldTitle], tokens[fieldDescription])
+		}
 
 		for f := range numFields {
 			if ix.opts.weight[f] == 0 {
@@ -102,6 +111,7 @@ func Build(docs []Doc, opts *Options) *Index {
 			}
 		}
 	}
+	gb.finish(&ix.groups)
 	if n := float64(len(docs)); n > 0 {
 		for f := range numFields {
 			ix.avgLen[f] = totalLen[f] / n
@@ -127,8 +137,8 @@ func Build(docs []Doc, opts *Options) *Index {
 		e.start[numFields] = uint32(len(ix.postings))
 		ix.terms[t] = e
 	}
-	n := len(docs)
-	ix.scratch.New = func() any { return newScratch(n) }
+	n, g := len(docs), len(ix.groups.length)
+	ix.scratch.New = func() any { return newScratch(n, g) }
 	return ix
 }
 

@@ -4,11 +4,11 @@ package search
 // a field counts relative to one in the description. A zero weight takes the
 // default; a negative weight leaves the field out of the index entirely.
 type Weights struct {
-	Name             float64 // tokens of the tool name; default 3
-	Title            float64 // tokens of the display title; default 2
+	Name             float64 // tokens of the tool name; default 1
+	Title            float64 // tokens of the display title; default 0.5
 	Description      float64 // tokens of the description; default 1
-	ParamName        float64 // input schema property names; default 1
-	ParamDescription float64 // input schema property descriptions, titles and enum values; default 1
+	ParamName        float64 // input schema property names; default not indexed
+	ParamDescription float64 // input schema property descriptions, titles and enum values; default 0.25
 }
 
 // Options configure [Build]. A nil *Options means all defaults; in a non-nil
@@ -16,11 +16,11 @@ type Weights struct {
 type Options struct {
 	Weights Weights
 
-	// K1 is the BM25 term-frequency saturation; default 1.2. Values <= 0
+	// K1 is the BM25 term-frequency saturation; default 3. Values <= 0
 	// take the default.
 	K1 float64
 
-	// B is the BM25 length normalisation in (0, 1]; default 0.75. Zero or
+	// B is the BM25 length normalisation in (0, 1]; default 0.5. Zero or
 	// negative takes the default; values above 1 are clamped to 1.
 	B float64
 
@@ -36,21 +36,57 @@ type Options struct {
 	Synonyms [][]string
 
 	// SynonymWeight is how much a synonym added by expansion counts
-	// relative to a term the query contains; default 0.8. A negative
+	// relative to a term the query contains; default 1. A negative
 	// value disables expansion.
 	SynonymWeight float64
+
+	// LexiconWeight and DerivationWeight are how much a term added from
+	// the embedded English lexicon (derived from WordNet) counts: a
+	// synonym of one of the query word's most frequent senses, and a word
+	// derived from it or it from them ("deletion" for "delete"). Defaults
+	// DefaultLexiconWeight and DefaultDerivationWeight; negative disables.
+	LexiconWeight    float64
+	DerivationWeight float64
+
+	// CoverageWeight and NameCoverageWeight rescore the candidates in a
+	// second pass: a tool's BM25F score is multiplied by
+	// 1 + CoverageWeight·c + NameCoverageWeight·n, where c is the share
+	// of the query's words (weighted by idf; a word matched only through
+	// an added term counts half) the tool matches in any field, and n the
+	// share it matches in its name or title. Defaults
+	// DefaultCoverageWeight and DefaultNameCoverageWeight; negative
+	// disables.
+	CoverageWeight     float64
+	NameCoverageWeight float64
+
+	// GroupWeight is how much a tool's group (Doc.Group: its backend)
+	// counts: the BM25 score of the group's document, the union of its
+	// tools' names, titles and descriptions, times GroupWeight is added to
+	// the score of each tool of the group that matched the query. Default
+	// DefaultGroupWeight; negative disables.
+	GroupWeight float64
 }
 
 // Default option values.
 const (
-	DefaultK1             = 1.2
-	DefaultB              = 0.75
+	DefaultK1             = 3
+	DefaultB              = 0.5
 	DefaultMaxSchemaDepth = 5
-	DefaultSynonymWeight  = 0.8
+	DefaultSynonymWeight  = 1
+
+	DefaultLexiconWeight      = 0.2
+	DefaultDerivationWeight   = 0.2
+	DefaultCoverageWeight     = 12
+	DefaultNameCoverageWeight = 3
+	DefaultGroupWeight        = 0.8
 )
 
 // DefaultWeights are the field weights used when Options leaves them zero.
-var DefaultWeights = Weights{Name: 3, Title: 2, Description: 1, ParamName: 1, ParamDescription: 1}
+// They, and the other defaults, were chosen by TestTuneOptions on the
+// tuning corpus (testdata/tune) and the project's catalog (testdata) and
+// validated on the evaluation corpus (testdata/eval); property names, as a
+// field of their own, did not help.
+var DefaultWeights = Weights{Name: 1, Title: 0.5, Description: 1, ParamName: -1, ParamDescription: 0.25}
 
 // field identifies one indexed field of a tool document.
 type field uint8
@@ -66,11 +102,12 @@ const (
 
 // resolved is Options with every default filled in.
 type resolved struct {
-	weight    [numFields]float64 // 0 means the field is not indexed
-	k1, b     float64
-	maxDepth  int
-	synonyms  synonymTable
-	synWeight float64 // 0 disables expansion
+	weight   [numFields]float64 // 0 means the field is not indexed
+	k1, b    float64
+	maxDepth int
+	expansion
+	coverage, nameCoverage float64 // 0 disables
+	groupWeight            float64 // 0 disables
 }
 
 func resolve(o *Options) resolved {
@@ -79,13 +116,10 @@ func resolve(o *Options) resolved {
 		in = *o
 	}
 	pick := func(v, def float64) float64 {
-		switch {
-		case v == 0:
-			return def
-		case v < 0:
-			return 0
+		if v == 0 {
+			v = def
 		}
-		return v
+		return max(v, 0)
 	}
 	r := resolved{k1: in.K1, b: in.B, maxDepth: in.MaxSchemaDepth}
 	r.weight[fieldName] = pick(in.Weights.Name, DefaultWeights.Name)
@@ -108,6 +142,14 @@ func resolve(o *Options) resolved {
 	}
 	r.synonyms = buildSynonyms(groups)
 	r.synWeight = pick(in.SynonymWeight, DefaultSynonymWeight)
+	r.lexWeight = pick(in.LexiconWeight, DefaultLexiconWeight)
+	r.derWeight = pick(in.DerivationWeight, DefaultDerivationWeight)
+	if r.lexWeight > 0 || r.derWeight > 0 {
+		r.lexicon = defaultLexicon()
+	}
+	r.coverage = pick(in.CoverageWeight, DefaultCoverageWeight)
+	r.nameCoverage = pick(in.NameCoverageWeight, DefaultNameCoverageWeight)
+	r.groupWeight = pick(in.GroupWeight, DefaultGroupWeight)
 	if r.maxDepth <= 0 {
 		r.maxDepth = DefaultMaxSchemaDepth
 	}

@@ -81,3 +81,37 @@ func topNRate(ix *Index, qs []catalogQuery, n int) (found int, misses []string) 
 	}
 	return found, misses
 }
+
+// TestCorpusModelledShape guards the tuning and evaluation corpora: at
+// least 250 tools each, every one naming the public server it is modelled
+// on, at least 120 queries whose tool exists, and no server in both.
+func TestCorpusModelledShape(t *testing.T) {
+	servers := map[string]string{}
+	for _, c := range []corpus{tuneCorpus, evalCorpus} {
+		var tools []catalogTool
+		readJSON(t, c.tools, &tools)
+		_, qs := loadCorpus(t, c)
+		if len(tools) < 250 || len(qs) < 120 {
+			t.Errorf("%s: %d tools and %d queries, want at least 250 and 120", c.name, len(tools), len(qs))
+		}
+		names := map[string]bool{}
+		for _, tool := range tools {
+			if names[tool.Name] {
+				t.Errorf("%s: duplicate tool %q", c.name, tool.Name)
+			}
+			names[tool.Name] = true
+			if tool.Server == "" || tool.Description == "" || len(tool.InputSchema) == 0 {
+				t.Errorf("%s: tool %q lacks its server, description or input schema", c.name, tool.Name)
+			}
+			if other, ok := servers[tool.Server]; ok && other != c.name {
+				t.Errorf("server %q is in both %s and %s", tool.Server, other, c.name)
+			}
+			servers[tool.Server] = c.name
+		}
+		for _, q := range qs {
+			if !names[q.Expect] {
+				t.Errorf("%s: query %q expects unknown tool %q", c.name, q.Query, q.Expect)
+			}
+		}
+	}
+}

@@ -18,7 +18,7 @@ func TestSchemaTerms(t *testing.T) {
 			name:      "flat properties, sorted by name",
 			schema:    `{"type":"object","properties":{"repo":{"type":"string","description":"Repository name"},"owner":{"type":"string","title":"Owner login"}}}`,
 			depth:     5,
-			wantNames: []string{"owner", "repo"},
+			wantNames: []string{"owner", "repository"},
 			wantDescs: []string{"owner", "login", "repository", "nam"},
 		},
 		{

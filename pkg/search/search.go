@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	mathbits "math/bits"
 	"slices"
 )
 
@@ -55,10 +56,11 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 	s := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(s)
 
-	s.tokens = appendTokens(s.tokens[:0], query)
-	s.terms = ix.opts.synonyms.expandQuery(s.terms[:0], s.tokens, isQuestion(query), ix.opts.synWeight)
+	s.tokens = appendTokens(s.tokens[:0], stripWrapper(query))
+	s.terms = ix.opts.expandQuery(s.terms[:0], s.tokens, isQuestion(query))
 	n := float64(len(ix.names))
 	k1, b := ix.opts.k1, ix.opts.b
+	var originWeight [maxOrigins]float64 // per origin: its best term's q·idf
 	for _, qt := range s.terms {
 		e, ok := ix.terms[qt.term]
 		if !ok {
@@ -66,18 +68,33 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 		}
 		df := float64(e.df)
 		idf := qt.weight * math.Log(1+(n-df+0.5)/(df+0.5))
+		var bit uint64
+		if qt.origin != noOrigin {
+			bit = 1 << qt.origin
+			originWeight[qt.origin] = max(originWeight[qt.origin], idf)
+		}
+		exact := !qt.added
 		for f := range numFields {
 			w := ix.opts.weight[f]
 			if w == 0 {
 				continue
 			}
 			lengths, avg := ix.length[f], ix.avgLen[f]
+			inName := f == fieldName || f == fieldTitle
 			for _, p := range ix.postings[e.start[f]:e.start[f+1]] {
 				norm := 1 - b + b*float64(lengths[p.doc])/avg
 				if s.tf[p.doc] == 0 {
 					s.termDocs = append(s.termDocs, p.doc)
 				}
 				s.tf[p.doc] += w * float64(p.tf) / norm
+				c := &s.cover[p.doc]
+				c.any |= bit
+				if exact {
+					c.exact |= bit
+				}
+				if inName {
+					c.name |= bit
+				}
 			}
 		}
 		for _, d := range s.termDocs {
@@ -90,7 +107,50 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 		}
 		s.termDocs = s.termDocs[:0]
 	}
+	ix.rescore(s, &originWeight)
 	return ix.topHits(s, limit, keep)
+}
+
+// rescore is the second pass: each scored document's BM25F score is
+// scaled by how much of the query it covers (Options.CoverageWeight and
+// NameCoverageWeight), and its coverage reset.
+func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64) {
+	total := 0.0
+	for _, w := range originWeight {
+		total += w
+	}
+	alpha, beta := ix.opts.coverage, ix.opts.nameCoverage
+	gamma := ix.opts.groupWeight
+	if ix.groups.terms == nil {
+		gamma = 0
+	}
+	if gamma > 0 {
+		ix.groups.score(s.group, s.terms, ix.opts.k1, ix.opts.b)
+	}
+	for _, d := range s.docs {
+		if g := ix.groups.of[d]; gamma > 0 && g >= 0 {
+			s.score[d] += gamma * s.group[g]
+		}
+		c := s.cover[d]
+		s.cover[d] = coverage{}
+		if total == 0 || (alpha == 0 && beta == 0) {
+			continue
+		}
+		var any, name float64
+		for bits := c.any; bits != 0; bits &= bits - 1 {
+			o := mathbits.TrailingZeros64(bits)
+			w := originWeight[o]
+			if c.exact&(1<<o) == 0 {
+				w /= 2
+			}
+			any += w
+			if c.name&(1<<o) != 0 {
+				name += w
+			}
+		}
+		s.score[d] *= 1 + alpha*any/total + beta*name/total
+	}
+	clear(s.group)
 }
 
 // topHits selects the limit best of the scored documents in s, resets the
@@ -130,18 +190,25 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 // scratch is the per-search working memory, pooled per Index so a search
 // allocates little more than its result.
 type scratch struct {
-	tf       []float64 // per doc: weighted tf of the current term, else 0
-	score    []float64 // per doc: accumulated score, else 0
-	termDocs []uint32  // docs with tf != 0
-	docs     []uint32  // docs with score != 0
+	tf       []float64  // per doc: weighted tf of the current term, else 0
+	score    []float64  // per doc: accumulated score, else 0
+	cover    []coverage // per doc: the query's words it matched
+	group    []float64  // per group: its score
+	termDocs []uint32   // docs with tf != 0
+	docs     []uint32   // docs with score != 0
 	tokens   []string
 	terms    []queryTerm
 	heap     []candidate
 }
 
-func newScratch(n int) *scratch {
-	return &scratch{tf: make([]float64, n), score: make([]float64, n)}
+func newScratch(n, groups int) *scratch {
+	return &scratch{tf: make([]float64, n), score: make([]float64, n), cover: make([]coverage, n), group: make([]float64, groups)}
 }
+
+// coverage is the set of query words (origins, as bits) one document
+// matched: through any term, through the word itself, in its name or
+// title.
+type coverage struct{ any, exact, name uint64 }
 
 type candidate struct {
 	doc   uint32

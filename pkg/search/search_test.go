@@ -78,7 +78,8 @@ func TestSearchScore(t *testing.T) {
 		{Name: "noise", Description: "nothing relevant here"},            // desc len 3
 	}
 	opts := &Options{Weights: Weights{Name: 3, Title: 2, Description: 1, ParamName: -1, ParamDescription: -1},
-		K1: 1.2, B: 0.75, Synonyms: [][]string{}}
+		K1: 1.2, B: 0.75, Synonyms: [][]string{}, LexiconWeight: -1, DerivationWeight: -1,
+		CoverageWeight: -1, NameCoverageWeight: -1, GroupWeight: -1}
 	hits := Build(docs, opts).Search("deploy", 10)
 
 	const k1, b, n, df = 1.2, 0.75, 3.0, 2.0
@@ -117,9 +118,13 @@ func TestFieldWeights(t *testing.T) {
 		return out
 	}
 	q := "invoice"
-	if got := names(Build(docs, nil).Search(q, 10)); !slices.Equal(got, []string{"invoice_create", "customer_get", "charge_list"}) &&
-		!slices.Equal(got, []string{"invoice_create", "charge_list", "customer_get"}) {
-		t.Errorf("default weights: %v, want invoice_create first and all three", got)
+	// By default property names are not indexed (DefaultWeights.ParamName).
+	if got := names(Build(docs, nil).Search(q, 10)); !slices.Equal(got, []string{"invoice_create", "customer_get"}) {
+		t.Errorf("default weights: %v, want invoice_create first, then customer_get", got)
+	}
+	withNames := &Options{Weights: Weights{ParamName: 1}}
+	if got := names(Build(docs, withNames).Search(q, 10)); len(got) != 3 || got[0] != "invoice_create" {
+		t.Errorf("property names indexed: %v, want invoice_create first and all three", got)
 	}
 	// Raising the description weight far above the name's flips the order.
 	heavyDesc := &Options{Weights: Weights{Name: 0.1, Description: 20}, Synonyms: [][]string{}}

@@ -97,17 +97,39 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// queryTerm is a term of an expanded query and how much it counts.
+// queryTerm is a term of an expanded query, how much it counts, and the
+// query word it stands for (origin: its position among the query's
+// distinct terms, or noOrigin for terms a question adds).
 type queryTerm struct {
 	term   string
 	weight float64
+	origin uint8
+	added  bool // by expansion, not a word of the query
+}
+
+// maxOrigins is how many distinct query terms coverage tells apart; later
+// ones share the last origin.
+const (
+	maxOrigins = 64
+	noOrigin   = 255
+)
+
+// expansion holds the weights of each source of added terms; a zero
+// weight leaves that source out.
+type expansion struct {
+	synonyms             synonymTable
+	synWeight            float64 // Options.Synonyms
+	lexicon              *lexicon
+	lexWeight, derWeight float64 // WordNet synonyms and derivations
 }
 
 // expandQuery turns the query's tokens into weighted terms: every distinct
-// token with weight 1, then each synonym of a token not already present with
-// weight w (w == 0 disables expansion). The order is deterministic: tokens in
-// query order, then synonyms in table order.
-func (t synonymTable) expandQuery(dst []queryTerm, tokens []string, question bool, w float64) []queryTerm {
+// token with weight 1, then, for each, the terms related to it that are
+// not already present: synonyms of Options.Synonyms, WordNet synonyms and
+// derived words, each with its weight; a question adds questionTerms. The
+// order is deterministic: tokens in query order, then added terms in
+// table order.
+func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool) []queryTerm {
 	find := func(term string) int {
 		for i, q := range dst {
 			if q.term == term {
@@ -117,26 +139,37 @@ func (t synonymTable) expandQuery(dst []queryTerm, tokens []string, question boo
 		return -1
 	}
 	for _, tok := range tokens {
-		if i := find(tok); i < 0 {
-			dst = append(dst, queryTerm{term: tok, weight: 1})
+		if find(tok) < 0 {
+			dst = append(dst, queryTerm{term: tok, weight: 1, origin: uint8(min(len(dst), maxOrigins-1))})
 		}
 	}
-	if w == 0 {
-		return dst
+	add := func(term string, w float64, origin uint8) {
+		if w > 0 && find(term) < 0 {
+			dst = append(dst, queryTerm{term: term, weight: w, origin: origin, added: true})
+		}
 	}
 	n := len(dst)
 	for i := 0; i < n; i++ {
-		for _, syn := range t[dst[i].term] {
-			if find(syn) < 0 {
-				dst = append(dst, queryTerm{term: syn, weight: w})
+		t, o := dst[i].term, dst[i].origin
+		if x.synWeight > 0 {
+			for _, syn := range x.synonyms[t] {
+				add(syn, x.synWeight, o)
+			}
+		}
+		if x.lexicon != nil && x.lexWeight > 0 {
+			for syn := range x.lexicon.synonyms(t) {
+				add(syn, x.lexWeight, o)
+			}
+		}
+		if x.lexicon != nil && x.derWeight > 0 {
+			for der := range x.lexicon.derived(t) {
+				add(der, x.derWeight, o)
 			}
 		}
 	}
 	if question {
 		for _, q := range questionTerms {
-			if find(q) < 0 {
-				dst = append(dst, queryTerm{term: q, weight: w})
-			}
+			add(q, x.synWeight, noOrigin)
 		}
 	}
 	return dst

@@ -19,7 +19,11 @@ import (
 //  3. lowercase;
 //  4. drop English stop words (see [IsStopWord]) and single letters (digits
 //     are kept, so "s3" still contributes "3");
-//  5. stem with [Stem].
+//  5. spell out common abbreviations, looked up on the whole word before
+//     step 2 and on each part ("repo" → repository, "k8s" → kubernetes,
+//     "PR" → pull request), and take the lemma of irregular verb forms
+//     ("sent" → send);
+//  6. stem with [Stem].
 func Tokenize(s string) []string {
 	return appendTokens(nil, s)
 }
@@ -69,6 +73,11 @@ func classify(r rune) runeClass {
 // appendWordParts splits one alphanumeric run at camelCase, PascalCase and
 // letter/digit boundaries and appends the normalised parts.
 func appendWordParts(dst []string, word string) []string {
+	if len(word) <= maxAbbreviationLen {
+		if out, ok := expandAbbreviation(dst, lowerASCIIFast(word)); ok {
+			return out
+		}
+	}
 	partStart := 0
 	prevClass := runeClass(255)
 	for i, r := range word {
@@ -92,7 +101,15 @@ func isBoundary(prev, c runeClass, rest string, r rune) bool {
 		return true
 	case prev == classUpper && c == classUpper:
 		// "HTTPResponse": split before the "R" because "e" follows it.
-		next, _ := utf8.DecodeRuneInString(rest[utf8.RuneLen(r):])
+		// But "PRs", "IDs": a plural "s" ending the capitals' run is theirs.
+		after := rest[utf8.RuneLen(r):]
+		next, size := utf8.DecodeRuneInString(after)
+		if next == 's' {
+			third, _ := utf8.DecodeRuneInString(after[size:])
+			if third == utf8.RuneError || classify(third) != classLower {
+				return false
+			}
+		}
 		return next != utf8.RuneError && classify(next) == classLower
 	}
 	return false
@@ -114,6 +131,10 @@ func appendTerm(dst []string, part string) []string {
 	if IsStopWord(w) {
 		return dst
 	}
+	if out, ok := expandAbbreviation(dst, w); ok {
+		return out
+	}
+	w = defaultLexicon().lemma(w)
 	if utf8.RuneCountInString(w) == 1 {
 		r, _ := utf8.DecodeRuneInString(w)
 		if !unicode.IsDigit(r) {

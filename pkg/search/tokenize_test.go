@@ -12,7 +12,11 @@ func TestTokenize(t *testing.T) {
 	}{
 		{"getHTTPResponse2", []string{"get", "http", "respons", "2"}},
 		{"github_create_issue", []string{"github", "creat", "issu"}},
-		{"k8s-list.pods/all", []string{"8", "list", "pod"}},
+		{"k8s-list.pods/all", []string{"kubernet", "list", "pod"}},
+		{"repoName", []string{"repository", "nam"}},
+		{"review the PR in my repos", []string{"review", "pull", "request", "repository"}},
+		{"listPRs db_cfg", []string{"list", "pull", "request", "databas", "configuration"}},
+		{"she wrote and sent it", []string{"writ", "send"}},
 		{"PascalCaseName", []string{"pascal", "cas", "nam"}},
 		{"parseJSONToXML", []string{"pars", "json", "xml"}},
 		{"ec2 S3Bucket", []string{"ec", "2", "3", "bucket"}},
@@ -30,6 +34,14 @@ func TestTokenize(t *testing.T) {
 	for _, tt := range tests {
 		if got := Tokenize(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("Tokenize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAbbreviations(t *testing.T) {
+	for k, v := range abbreviations {
+		if k != lowerASCIIFast(k) || len(Tokenize(v)) == 0 {
+			t.Errorf("abbreviation %q → %q: keys are lower case, long forms have terms", k, v)
 		}
 	}
 }

@@ -1,0 +1,99 @@
+package search
+
+import (
+	"flag"
+	"testing"
+)
+
+var tune = flag.Bool("tune", false, "TestTuneOptions searches the options on the tuning corpus and logs the best")
+
+// param is one tunable option: a pointer into an Options and the values
+// tried for it.
+type param struct {
+	name   string
+	field  func(*Options) *float64
+	values []float64
+}
+
+var tunable = []param{
+	{"Weights.Name", func(o *Options) *float64 { return &o.Weights.Name }, []float64{1, 1.5, 2, 3, 4, 5, 6, 8}},
+	{"Weights.Title", func(o *Options) *float64 { return &o.Weights.Title }, []float64{-1, 0.5, 1, 1.5, 2, 3, 4}},
+	{"Weights.Description", func(o *Options) *float64 { return &o.Weights.Description }, []float64{0.5, 1, 1.5, 2, 3}},
+	{"Weights.ParamName", func(o *Options) *float64 { return &o.Weights.ParamName }, []float64{-1, 0.1, 0.25, 0.5, 1, 1.5}},
+	{"Weights.ParamDescription", func(o *Options) *float64 { return &o.Weights.ParamDescription }, []float64{-1, 0.1, 0.25, 0.5, 1, 1.5}},
+	{"K1", func(o *Options) *float64 { return &o.K1 }, []float64{0.5, 0.8, 1.2, 1.6, 2, 3}},
+	{"B", func(o *Options) *float64 { return &o.B }, []float64{0.1, 0.3, 0.5, 0.75, 0.9, 1}},
+	{"SynonymWeight", func(o *Options) *float64 { return &o.SynonymWeight }, []float64{-1, 0.2, 0.4, 0.6, 0.8, 1}},
+	{"LexiconWeight", func(o *Options) *float64 { return &o.LexiconWeight }, []float64{-1, 0.1, 0.2, 0.3, 0.5, 0.7}},
+	{"DerivationWeight", func(o *Options) *float64 { return &o.DerivationWeight }, []float64{-1, 0.2, 0.4, 0.6, 0.8, 1}},
+	{"CoverageWeight", func(o *Options) *float64 { return &o.CoverageWeight }, []float64{-1, 0.5, 1, 2, 3, 5, 8, 12}},
+	{"GroupWeight", func(o *Options) *float64 { return &o.GroupWeight }, []float64{-1, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2}},
+	{"NameCoverageWeight", func(o *Options) *float64 { return &o.NameCoverageWeight }, []float64{-1, 0.25, 0.5, 1, 2, 3}},
+}
+
+// objective is what tuning maximises: MRR plus recall@1 and @3.
+func objective(f figures) float64 { return f.MRR + f.R1/2 + f.R3/2 }
+
+// TestTuneOptions runs coordinate ascent over the tunable options on the
+// tuning corpus and the project's catalog (never the evaluation corpus),
+// starting from the defaults, and logs the best
+// options with their figures on every corpus. It changes nothing: the
+// defaults in options.go are set by hand from its output.
+//
+//	go test -run TestTuneOptions -v ./pkg/search -args -tune
+func TestTuneOptions(t *testing.T) {
+	if !*tune {
+		t.Skip("run with -args -tune")
+	}
+	docs, qs := loadCorpus(t, tuneCorpus)
+	pdocs, pqs := loadCorpus(t, projectCorpus)
+	var opts Options // the defaults
+	score := func(o Options) float64 {
+		return objective(evaluate(Build(docs, &o), qs)) + objective(evaluate(Build(pdocs, &o), pqs))
+	}
+	best := score(opts)
+	for round := range 4 {
+		improved := false
+		for _, p := range tunable {
+			for _, v := range p.values {
+				o := opts
+				*p.field(&o) = v
+				if s := score(o); s > best+1e-9 {
+					best, opts, improved = s, o, true
+				}
+			}
+		}
+		t.Logf("round %d: objective %.4f, options %+v", round, best, opts)
+		if !improved {
+			break
+		}
+	}
+	for _, c := range corpora {
+		d, q := loadCorpus(t, c)
+		t.Logf("%-8s tuned   %s", c.name, evaluate(Build(d, &opts), q))
+		t.Logf("%-8s default %s", c.name, evaluate(Build(d, nil), q))
+	}
+}
+
+// TestAblation logs the figures of every corpus with one part of the
+// ranking turned off at a time (go test -run TestAblation -v).
+func TestAblation(t *testing.T) {
+	variants := []struct {
+		name string
+		opts Options
+	}{
+		{"all", Options{}},
+		{"no curated synonyms", Options{SynonymWeight: -1}},
+		{"no WordNet synonyms", Options{LexiconWeight: -1}},
+		{"no derivations", Options{DerivationWeight: -1}},
+		{"no coverage", Options{CoverageWeight: -1, NameCoverageWeight: -1}},
+		{"no groups", Options{GroupWeight: -1}},
+		{"no schema", Options{Weights: Weights{ParamName: -1, ParamDescription: -1}}},
+	}
+	for _, c := range corpora {
+		docs, qs := loadCorpus(t, c)
+		for _, v := range variants {
+			t.Logf("%-8s %-20s %s", c.name, v.name, evaluate(Build(docs, &v.opts), qs))
+		}
+	}
+}
