@@ -231,6 +231,9 @@ func run(ctx context.Context, c *config) error {
 		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg}
 	c.limits.apply(opts)
 	c.access.apply(opts)
+	if opts.InputState, err = c.sessions.sealer(); err != nil {
+		return err
+	}
 	// The restart backoff of the edge's instances is capped at the
 	// controller's default probe interval.
 	if opts.Stdio, err = c.stdio.Host(&log, reg, health.DefaultInterval); err != nil {

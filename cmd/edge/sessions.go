@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/edge"
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -25,6 +29,7 @@ type sessionConfig struct {
 	local          bool
 	auditArguments bool
 	noAudit        bool
+	inputStateKey  string // a file
 }
 
 func (c *sessionConfig) flags(fs *flag.FlagSet) {
@@ -35,6 +40,36 @@ func (c *sessionConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.local, "local-sessions", false, "keep sessions on this edge only: no shared session records (extension)")
 	fs.BoolVar(&c.auditArguments, "audit-arguments", false, "keep tool-call arguments in the call trail")
 	fs.BoolVar(&c.noAudit, "no-call-trail", false, "do not record tool calls in the call trail (extension)")
+	fs.StringVar(&c.inputStateKey, "input-state-key-file", "",
+		"file holding the key (at least 32 bytes) that seals the requestState of input-required results; every edge of a group must be given the same one, so that a client's retry completes on any of them; empty: a key of this process alone (extension)")
+}
+
+// maxInputStateKey bounds the key file read.
+const maxInputStateKey = 4096
+
+// sealer is the edge's requestState sealer: from -input-state-key-file,
+// or nil (a key of the process alone).
+func (c *sessionConfig) sealer() (*inputstate.Sealer, error) {
+	if c.inputStateKey == "" {
+		return nil, nil
+	}
+	f, err := os.Open(c.inputStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("flag -input-state-key-file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxInputStateKey+1))
+	if err != nil {
+		return nil, fmt.Errorf("flag -input-state-key-file: read %s: %w", c.inputStateKey, err)
+	}
+	if len(data) > maxInputStateKey {
+		return nil, fmt.Errorf("flag -input-state-key-file: %s is over %d bytes", c.inputStateKey, maxInputStateKey)
+	}
+	s, err := inputstate.New(bytes.TrimSpace(data))
+	if err != nil {
+		return nil, fmt.Errorf("flag -input-state-key-file: %s: %w", c.inputStateKey, err)
+	}
+	return s, nil
 }
 
 func (c *sessionConfig) check() error {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -95,6 +96,11 @@ type Options struct {
 	// TokenInfo.UserID takes precedence when an auth middleware sets one);
 	// with a header configured, a request without it is refused (401).
 	IdentityHeader string
+	// InputState seals the requestState of the input-required results
+	// the edge hands clients of the stateless generation; every edge of a
+	// group must have one of the same key. nil: a key of this process
+	// alone.
+	InputState *inputstate.Sealer
 	// Auth makes the edge an OAuth 2.1 resource server: every request needs
 	// a bearer token (nil: none). It excludes IdentityHeader.
 	Auth *AuthOptions
@@ -332,7 +338,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	if e.traced {
 		tracer = e.tracer
 	}
-	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
+	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool,
 		View: e.current, Generation: e.generation, Trail: opts.CallTrail, Log: e.log, Tracer: tracer, Registry: opts.Registry,
 		TasksChanged: e.tasksChanged, Background: e.hj,
 		SubscriptionsChanged: func(s *session.Session, uris []string) {

@@ -8,6 +8,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
@@ -40,9 +41,15 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 			case *mcp.ListResourcesRequest:
 				return e.cached(view.ListResources(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.CallToolRequest:
-				reply := e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
+				c := calls.Call{Session: s, Ident: e.calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
 					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
-					Relay: e.calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())})
+					Relay: e.calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())}
+				if s.Kind() != session.KindSession { // a client of the stateless generation
+					if c.Stateless, err = calls.StatelessOf(r); err != nil {
+						return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+					}
+				}
+				reply := e.calls.Run(ctx, c)
 				if je := calls.ClientError(reply); je != nil && s.Kind() != session.KindSession {
 					return nil, je // a 2026-07-28 caller gets the backend's -32021 as it is
 				}

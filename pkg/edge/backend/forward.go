@@ -225,8 +225,15 @@ func (p *Pool) post(ctx context.Context, to peer, body []byte) (*http.Response, 
 	for k, v := range to.creds {
 		req.Header[k] = v
 	}
+	return p.send(ctx, req)
+}
+
+// send sends req, its headers set, with the edge's own client (or the
+// pool's HTTP client), its trace context added.
+func (p *Pool) send(ctx context.Context, req *http.Request) (*http.Response, error) {
 	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header)) // trace.go
 	var resp *http.Response
+	var err error
 	if p.direct != nil {
 		// The edge's own client: no redirects, cookies or timeout to apply.
 		resp, err = p.direct.RoundTrip(req)

@@ -68,6 +68,9 @@ type Call struct {
 	// Relay hears the notifications and requests of the call's stream;
 	// nil drops and refuses them.
 	Relay Relay
+	// Stateless, when set, forwards the call in the stateless revision
+	// (stateless.go) instead of on the pooled session.
+	Stateless *Stateless
 }
 
 // relayCapabilities are the client capabilities the pooled sessions

@@ -21,6 +21,9 @@ type Reply struct {
 	IsError bool                // of raw
 	HasMeta bool                // raw has _meta
 	Res     *mcp.CallToolResult // nil until decoded
+	// Stateless: Raw is the result of a backend of the stateless
+	// generation (callStateless), resultType and all, decoded when used.
+	Stateless bool
 }
 
 // Decoded is the result as a value. A raw result was validated when it

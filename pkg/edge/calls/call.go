@@ -45,6 +45,9 @@ type Route struct {
 	Tool   catalog.ToolEntry
 	Config events.BackendConfig
 	Gen    uint64 // of the view it was resolved in
+	// Revision is the stateless revision the backend speaks ("" for
+	// none: view.Served.Revisions).
+	Revision string
 }
 
 // Resolve routes call c's exposed tool by the current view: an error
@@ -65,6 +68,7 @@ func (pl *Plane) Resolve(c Call) (Route, error) {
 		return rt, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable)
 	}
 	rt.Config = cfg
+	rt.Revision = cur.Revisions[entry.Backend]
 	if ok, refusal := pl.Allowed(cur, c.TokenInfo, c.Ident, policy.KindTool, name); !ok {
 		return rt, refusal
 	}
@@ -82,6 +86,10 @@ type Call struct {
 	TokenInfo *goauth.TokenInfo // the caller's verified token, nil without bearer auth
 	Meta      json.RawMessage   // the call's _meta, passed on (progressToken); nil for none
 	Relay     backend.Relay     // the caller's client, for what the backend sends during the call; nil: nobody
+	// Stateless is the call of a client of the stateless generation as a
+	// backend of the same revision takes it (StatelessOf); nil for a
+	// client of the session-based revisions.
+	Stateless *backend.Stateless
 }
 
 // Run routes a tools/call once, forwards it, and records it in the
@@ -102,10 +110,22 @@ func (pl *Plane) Run(ctx context.Context, c Call) backend.Reply {
 // failure) and records it in the call trail when one is kept.
 func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start time.Time) backend.Reply {
 	var reply backend.Reply
+	if err == nil {
+		if je := pl.openState(&c, rt, start); je != nil {
+			reply, err = errorReply(je), je
+			if pl.o.Trail != nil {
+				pl.Audit(c, rt, start, &reply, err)
+			}
+			return reply
+		}
+	}
 	if err != nil {
 		reply = backend.Reply{Res: pl.unavailable(c.Name)}
 	} else if reply, err = pl.o.Pool.CallTool(ctx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
-		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay}); err != nil {
+		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless}); err == nil && reply.Stateless {
+		err = pl.sealState(c, rt, &reply, time.Now())
+	}
+	if err != nil && reply.Res == nil {
 		// err is a *backend.Error: its text names the backend and the kind
 		// of failure only (never the backend's URL or error body).
 		pl.o.Log.Warn().Str("tool", c.Name).Str("backend", rt.Tool.Backend).Err(err).Msg("tool call failed")
@@ -138,7 +158,7 @@ func ClientError(reply backend.Reply) *jsonrpc.Error {
 // as it sent it, nil for any other error.
 func ClientErrorOf(err error) *jsonrpc.Error {
 	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
+	if errors.As(err, &rpc) && (rpc.Code == mcp.CodeMissingRequiredClientCapabilities || rpc.Code == jsonrpc.CodeInvalidParams) {
 		return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 	}
 	return nil

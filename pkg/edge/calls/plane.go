@@ -13,6 +13,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
@@ -36,6 +37,11 @@ type Options struct {
 	View       func() *view.Served
 	Backend    func(name string) (events.BackendConfig, bool)
 	Generation func(*view.Served) uint64
+	// InputState seals the requestState of input-required results for
+	// clients (stateless.go), under the key every edge of the group
+	// shares; nil: a key of this process alone (a retry that reaches
+	// another edge is refused).
+	InputState *inputstate.Sealer
 	// Trail records every tools/call; nil records none.
 	Trail *calltrail.Trail
 	Log   zerolog.Logger
@@ -71,6 +77,7 @@ type Plane struct {
 	findSeconds  prometheus.Histogram
 	tracer       trace.Tracer
 	traced       bool
+	sealer       *inputstate.Sealer
 }
 
 // New returns a plane with options o.
@@ -88,6 +95,9 @@ func New(o Options) *Plane {
 	reg.MustRegister(pl.unknownCalls, pl.findSeconds)
 	if o.Tracer != nil {
 		pl.tracer, pl.traced = o.Tracer, true
+	}
+	if pl.sealer = o.InputState; pl.sealer == nil {
+		pl.sealer = inputstate.NewRandom()
 	}
 	return pl
 }

@@ -36,6 +36,11 @@ type Served struct {
 	PromptList   []*mcp.Prompt
 	ResourceList []*mcp.Resource
 	Backends     map[string]events.BackendConfig
+	// Revisions holds, for each served backend that speaks the stateless
+	// protocol generation, the revision it was discovered in (its
+	// catalog's ProtocolVersion): the edge speaks it to that backend for
+	// clients of that revision.
+	Revisions map[string]string
 	// Index is the tool search Index of an optimizer edge (nil in
 	// passthrough mode), built once per view by Edge.indexView.
 	Index *Index
@@ -62,7 +67,7 @@ func (s *Served) Items() *policy.ItemSet {
 // index finds and advertises only allowed tools. Routing (Catalog) is
 // unchanged: a call is checked against the caller's visible set itself.
 func (s *Served) Filter(allowed func(k policy.Kind, name string) bool) *Served {
-	f := &Served{Gen: s.Gen, Catalog: s.Catalog, Backends: s.Backends, Dropped: s.Dropped,
+	f := &Served{Gen: s.Gen, Catalog: s.Catalog, Backends: s.Backends, Revisions: s.Revisions, Dropped: s.Dropped,
 		Tools: map[string]*mcp.Tool{}, Prompts: map[string]*mcp.Prompt{}, Resources: map[string]*mcp.Resource{}}
 	for _, t := range s.ToolList {
 		if allowed(policy.KindTool, t.Name) {
@@ -119,6 +124,21 @@ func advertised(g *events.Group) map[string]events.BackendConfig {
 	return cfgs
 }
 
+// revisions returns the stateless revisions of the served backends of g
+// (those in cfgs) that speak one; nil for none.
+func revisions(g *events.Group, cfgs map[string]events.BackendConfig) map[string]string {
+	var out map[string]string
+	for name := range cfgs {
+		if pv := g.Backends[name].Catalog.ProtocolVersion; pv != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = pv
+		}
+	}
+	return out
+}
+
 // Build aggregates the group's view at gen and builds its go-sdk
 // values, reusing those of prev for byte-identical definitions. The
 // exposed names are the group's naming in the state (fromstate.View, the
@@ -129,7 +149,7 @@ func Build(gen uint64, g *events.Group, sep string, prev *Served) *Served {
 	v := fromstate.View(g, sep, prev.Catalog)
 	s := &Served{Gen: gen, Catalog: v, Tools: make(map[string]*mcp.Tool, len(v.Tools)),
 		Prompts: make(map[string]*mcp.Prompt, len(v.Prompts)), Resources: make(map[string]*mcp.Resource, len(v.Resources)),
-		Backends: cfgs}
+		Backends: cfgs, Revisions: revisions(g, cfgs)}
 	probe := mcp.NewServer(&mcp.Implementation{Name: "probe"}, nil)
 	for _, te := range v.Tools {
 		if old, ok := prev.Catalog.Tool(te.Exposed); ok && bytes.Equal(old.Def, te.Def) && prev.Tools[te.Exposed] != nil {

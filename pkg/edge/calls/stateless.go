@@ -1,0 +1,138 @@
+package calls
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
+)
+
+// Calls of clients of the stateless generation (2026-07-28) to a backend
+// that speaks the same revision go to it in that revision, so that the
+// backend may answer with input requests (an input-required result) and
+// take the client's input responses on the retry. The requestState the
+// client is handed is the backend's sealed (package inputstate): bound to
+// the caller and the tool, with an expiry, under the key of the edge's
+// group, so that the retry completes on any edge of the group.
+
+// serverInfoKey is the _meta key of a server's info in a result: the
+// edge's, not the backend's, reaches the client.
+const serverInfoKey = "io.modelcontextprotocol/serverInfo"
+
+// StatelessOf is what a tools/call r of a client of the stateless
+// generation carries for a backend of the same revision: its _meta, input
+// responses, requestState (as the client sent it: Forward opens it) and
+// Mcp-Param-* headers.
+func StatelessOf(r *mcp.CallToolRequest) (*backend.Stateless, error) {
+	p := r.Params
+	st := &backend.Stateless{RequestState: p.RequestState}
+	if v, ok := p.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
+		st.Revision = v
+	}
+	var err error
+	if len(p.Meta) > 0 {
+		if st.Meta, err = json.Marshal(p.Meta); err != nil {
+			return nil, fmt.Errorf("encode _meta: %w", err)
+		}
+	}
+	if p.InputResponses != nil {
+		if st.InputResponses, err = json.Marshal(p.InputResponses); err != nil {
+			return nil, fmt.Errorf("encode inputResponses: %w", err)
+		}
+	}
+	if x := r.GetExtra(); x != nil {
+		for k, v := range x.Header {
+			if strings.HasPrefix(http.CanonicalHeaderKey(k), "Mcp-Param-") {
+				if st.ParamHeaders == nil {
+					st.ParamHeaders = http.Header{}
+				}
+				st.ParamHeaders[http.CanonicalHeaderKey(k)] = v
+			}
+		}
+	}
+	return st, nil
+}
+
+// SpeaksStateless reports whether the backend of exposed tool name, in
+// the view served now, speaks the stateless generation: its calls take
+// the go-sdk's path, which passes input requests and responses.
+func (pl *Plane) SpeaksStateless(name string) bool {
+	cur := pl.o.View()
+	entry, ok := cur.Catalog.Tool(name)
+	return ok && cur.Revisions[entry.Backend] != ""
+}
+
+// binding is what the requestState of call c by route rt is issued for.
+func binding(c Call, rt Route) inputstate.Binding {
+	return inputstate.Binding{Identity: c.Ident, Method: "tools/call", Target: c.Name + "\x00" + rt.Tool.Backend}
+}
+
+// stateRefused is the error of a retry whose requestState the edge does
+// not take: invalid params, as a server refuses a state that fails its
+// integrity check.
+func stateRefused(name string, err error) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q: %v", name, err)}
+}
+
+// openState prepares c.Stateless for route rt: the backend's own state
+// opened from the sealed one, or the call made on the pooled session when
+// the backend does not speak the client's revision. It returns the
+// refusal of a retry it cannot forward.
+func (pl *Plane) openState(c *Call, rt Route, now time.Time) *jsonrpc.Error {
+	st := c.Stateless
+	if st == nil {
+		return nil
+	}
+	if rt.Revision == "" || rt.Revision != st.Revision {
+		if st.RequestState != "" || len(st.InputResponses) > 0 {
+			return stateRefused(c.Name, fmt.Errorf("backend %q does not take input responses in revision %q", rt.Tool.Backend, st.Revision))
+		}
+		c.Stateless = nil // the backend's own revision, on the pooled session
+		return nil
+	}
+	if st.RequestState == "" {
+		return nil
+	}
+	inner, err := pl.sealer.Open(binding(*c, rt), st.RequestState, now)
+	if err != nil {
+		return stateRefused(c.Name, err)
+	}
+	cp := *st
+	cp.RequestState = inner
+	c.Stateless = &cp
+	return nil
+}
+
+// sealState makes reply, the result of a stateless backend to call c, what
+// the client gets: the backend's requestState sealed, its server info
+// left to the edge's.
+func (pl *Plane) sealState(c Call, rt Route, reply *backend.Reply, now time.Time) error {
+	res := reply.Decoded()
+	delete(res.Meta, serverInfoKey)
+	if res.RequestState != "" {
+		sealed, err := pl.sealer.Seal(binding(c, rt), res.RequestState, now.Add(inputstate.DefaultLifetime))
+		if err != nil {
+			*reply = backend.Reply{} // nothing of the backend's state reaches the client
+			return fmt.Errorf("backend %q: %w", rt.Tool.Backend, err)
+		}
+		res.RequestState = sealed
+	}
+	*reply = backend.Reply{Res: res}
+	return nil
+}
+
+// errorReply is the reply of a call refused with a JSON-RPC error: an
+// isError result carrying it, which a caller of the stateless generation
+// answers as the error (ClientError).
+func errorReply(je *jsonrpc.Error) backend.Reply {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: je.Message}}}
+	res.SetError(je)
+	return backend.Reply{Res: res}
+}
