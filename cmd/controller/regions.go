@@ -106,10 +106,10 @@ func (r *regionFlags) logOptions(replicas int) *events.LogOptions {
 }
 
 // mirror creates the mirrors of the other regions' logs (none for a
-// single-region fleet).
-func (r *regionFlags) mirror(ctx context.Context, js jetstream.JetStream, replicas int) error {
+// single-region fleet), each bounded by maxBytes (0: the default).
+func (r *regionFlags) mirror(ctx context.Context, js jetstream.JetStream, replicas int, maxBytes int64) error {
 	if len(r.regions) < 2 {
 		return nil
 	}
-	return region.EnsureMirrors(ctx, js, r.name, r.regions, &region.MirrorOptions{Replicas: replicas})
+	return region.EnsureMirrors(ctx, js, r.name, r.regions, &region.MirrorOptions{Replicas: replicas, MaxBytes: maxBytes})
 }
