@@ -323,6 +323,13 @@ func run(o *options, fleet *config.Fleet) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ctl.Run(gctx) })
+	if len(o.region.regions) > 1 {
+		keeper, err := o.region.keeper(js, o.replicas, o.store.mirrorBytes, zl)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return keeper.Run(gctx) })
+	}
 	g.Go(func() error { return dash.Run(gctx) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -22,7 +22,9 @@ func (e *twoRegions) startKeepers(t *testing.T, ctx context.Context) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for _, r := range e.regions {
 		k, err := NewKeeper(e.fleetJSOf(t, r), r, e.regions, &KeeperOptions{
-			OnNudge: func(o string, a Asset, reason string) { t.Logf("region %s re-created its mirror of %s's %s: %s", r, o, a, reason) },
+			OnNudge: func(o string, a Asset, reason string) {
+				t.Logf("region %s re-created its mirror of %s's %s: %s", r, o, a, reason)
+			},
 		})
 		if err != nil {
 			t.Fatal(err)
