@@ -26,11 +26,11 @@ import (
 // between the regions), each with default store flags, and an edge in
 // each region merging both regions' logs for group default.
 type regionProcs struct {
-	link    *natstest.LinkProxy
-	ctl     map[string]string // region: controller admin base URL
-	edge    map[string]string // region: edge admin base URL
-	mcp     map[string]string // region: edge MCP URL
-	linked  time.Time         // controller b ready: its NATS up and dialling a (the first link-up)
+	link   *natstest.LinkProxy
+	ctl    map[string]string // region: controller admin base URL
+	edge   map[string]string // region: edge admin base URL
+	mcp    map[string]string // region: edge MCP URL
+	linked time.Time         // controller b ready: its NATS up and dialling a (the first link-up)
 }
 
 // startRegionProcs starts the two regions, alpha probed by a and beta by b.
