@@ -55,7 +55,10 @@ type options struct {
 	adminHosts []string
 	nats       natsAccess
 	region     regionFlags
-	stdio      stdio.Flags
+	// store is what the embedded node's store reserves (zero with
+	// --nats-url): the mirrors of the other regions are sized by it.
+	store storePlan
+	stdio stdio.Flags
 	// refLimits bound the files and variables the config's header
 	// references may name (--credential-dir, --credential-env-prefix).
 	refLimits credential.Limits
@@ -155,9 +158,11 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	if o.natsURL == "" {
-		if err := o.nats.checkStore(); err != nil {
+		plan, err := o.nats.checkStore(max(len(o.region.regions)-1, 0))
+		if err != nil {
 			return nil, err
 		}
+		o.store = plan
 	}
 	return o, o.log.Check()
 }
@@ -264,11 +269,16 @@ func run(o *options, fleet *config.Fleet) error {
 		err = o.nats.provision(lctx, jsEdges, o.replicas)
 	}
 	if err == nil {
-		err = o.region.mirror(lctx, js, o.replicas)
+		err = o.region.mirror(lctx, js, o.replicas, o.store.mirrorBytes)
 	}
 	cancel()
 	if err != nil {
 		return err
+	}
+	if o.store.mirrorBytes > 0 {
+		zl.Info().Int64("mirror_max_bytes", o.store.mirrorBytes).Int("mirrors", o.store.mirrors).Int64("own_bytes", o.store.own).
+			Int64("nats_max_store", int64(o.nats.maxStore)).
+			Msg("the mirrors of the other regions' event streams and snapshot buckets are sized to what -nats-max-store leaves after this region's own streams (at most 256MiB each)")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -313,6 +323,13 @@ func run(o *options, fleet *config.Fleet) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ctl.Run(gctx) })
+	if len(o.region.regions) > 1 {
+		keeper, err := o.region.keeper(js, o.replicas, o.store.mirrorBytes, zl)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return keeper.Run(gctx) })
+	}
 	g.Go(func() error { return dash.Run(gctx) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -92,15 +92,40 @@ func (a *natsAccess) check() error {
 // snapshot and leader buckets.
 const storeHeadroom = 64 << 20
 
+// minMirrorBytes is the smallest bound a mirror of another region's
+// stream or snapshot bucket is given: below it the embedded store is
+// refused rather than mirrors that hold a few events.
+const minMirrorBytes = 16 << 20
+
+// storePlan is what the embedded store reserves: the region's own
+// streams and headroom (own) and a bound for each mirror of another
+// region's stream and snapshot bucket (mirrorBytes, 0 without mirrors).
+type storePlan struct {
+	own, mirrorBytes int64
+	mirrors          int
+}
+
 // checkStore refuses an embedded store smaller than what the streams
-// reserve: JetStream would refuse to create them.
-func (a *natsAccess) checkStore() error {
-	need := int64(events.DefaultMaxBytes) + int64(a.sessionBytes) + int64(a.callBytes) + storeHeadroom
-	if int64(a.maxStore) < need {
-		return fmt.Errorf("invalid value %s for flag -nats-max-store: the event log (%s), -session-max-bytes, -call-trail-max-bytes and 64MiB for snapshots need %s",
-			&a.maxStore, ptr(cmdline.ByteSize(events.DefaultMaxBytes)), ptr(cmdline.ByteSize(need)))
+// reserve (JetStream would refuse to create them) and sizes the mirrors of
+// the other regions' logs (otherRegions of them, a stream and a snapshot
+// bucket each) to what the region's own streams leave, at most
+// events.DefaultMaxBytes each and at least minMirrorBytes.
+func (a *natsAccess) checkStore(otherRegions int) (storePlan, error) {
+	p := storePlan{own: int64(events.DefaultMaxBytes) + int64(a.sessionBytes) + int64(a.callBytes) + storeHeadroom, mirrors: 2 * otherRegions}
+	if int64(a.maxStore) < p.own {
+		return p, fmt.Errorf("invalid value %s for flag -nats-max-store: the event log (%s), -session-max-bytes, -call-trail-max-bytes and 64MiB for snapshots need %s",
+			&a.maxStore, ptr(cmdline.ByteSize(events.DefaultMaxBytes)), ptr(cmdline.ByteSize(p.own)))
 	}
-	return nil
+	if p.mirrors == 0 {
+		return p, nil
+	}
+	p.mirrorBytes = min((int64(a.maxStore)-p.own)/int64(p.mirrors), events.DefaultMaxBytes)
+	if p.mirrorBytes < minMirrorBytes {
+		return p, fmt.Errorf("invalid value %s for flag -nats-max-store: the event log (%s), -session-max-bytes, -call-trail-max-bytes and 64MiB for snapshots need %s, and the mirrors of %d other region(s) (a stream and a snapshot bucket each, at least %s apiece) %s more",
+			&a.maxStore, ptr(cmdline.ByteSize(events.DefaultMaxBytes)), ptr(cmdline.ByteSize(p.own)), otherRegions,
+			ptr(cmdline.ByteSize(minMirrorBytes)), ptr(cmdline.ByteSize(int64(p.mirrors)*minMirrorBytes)))
+	}
+	return p, nil
 }
 
 func ptr[T any](v T) *T { return &v }

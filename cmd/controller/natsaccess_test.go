@@ -46,3 +46,41 @@ func TestParseNATSAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestStorePlanMirrors: the mirrors of the other regions get what the
+// region's own streams leave of -nats-max-store, split over a stream and a
+// snapshot bucket per other region, at most 256MiB each; the README's
+// two-region start (default flags) fits the default 1GiB store.
+func TestStorePlanMirrors(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		mirrorBytes int64
+		want        string // an error naming it
+	}{
+		{[]string{"--region", "a", "--regions", "a,b"}, 96 << 20, ""},   // (1024-832)/2
+		{[]string{"--region", "a", "--regions", "a,b,c"}, 48 << 20, ""}, // (1024-832)/4
+		{[]string{"--region", "a"}, 0, ""},                              // no other region
+		{[]string{}, 0, ""},                                             // single-region fleet
+		{[]string{"--region", "a", "--regions", "a,b", "--nats-max-store", "2GiB"}, 256 << 20, ""},
+		{[]string{"--region", "a", "--regions", "a,b,c,d,e,f,g,h"}, 0, "mirrors of 7 other region(s)"},
+		{[]string{"--region", "a", "--regions", "a,b", "--nats-max-store", "840MiB"}, 0, "32MiB more"},
+	} {
+		o, err := parse(append([]string{"--config", "x"}, c.args...), func(string) string { return "" })
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: err = %v, want it to name %q", c.args, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+			continue
+		}
+		if o.store.mirrorBytes != c.mirrorBytes {
+			t.Errorf("%v: mirror bound %d MiB, want %d MiB", c.args, o.store.mirrorBytes>>20, c.mirrorBytes>>20)
+		}
+		if reserved := o.store.own + int64(o.store.mirrors)*o.store.mirrorBytes; reserved > int64(o.nats.maxStore) {
+			t.Errorf("%v: reserves %d MiB of a %d MiB store", c.args, reserved>>20, int64(o.nats.maxStore)>>20)
+		}
+	}
+}

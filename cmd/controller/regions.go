@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
@@ -106,10 +107,23 @@ func (r *regionFlags) logOptions(replicas int) *events.LogOptions {
 }
 
 // mirror creates the mirrors of the other regions' logs (none for a
-// single-region fleet).
-func (r *regionFlags) mirror(ctx context.Context, js jetstream.JetStream, replicas int) error {
+// single-region fleet), each bounded by maxBytes (0: the default).
+func (r *regionFlags) mirror(ctx context.Context, js jetstream.JetStream, replicas int, maxBytes int64) error {
 	if len(r.regions) < 2 {
 		return nil
 	}
-	return region.EnsureMirrors(ctx, js, r.name, r.regions, &region.MirrorOptions{Replicas: replicas})
+	return region.EnsureMirrors(ctx, js, r.name, r.regions, &region.MirrorOptions{Replicas: replicas, MaxBytes: maxBytes})
+}
+
+// keeper keeps the mirrors of the other regions' logs moving after a cut
+// of the region link (region.Keeper), logging each one it re-creates.
+func (r *regionFlags) keeper(js jetstream.JetStream, replicas int, maxBytes int64, zl zerolog.Logger) (*region.Keeper, error) {
+	return region.NewKeeper(js, r.name, r.regions, &region.KeeperOptions{
+		Mirror: &region.MirrorOptions{Replicas: replicas, MaxBytes: maxBytes},
+		OnNudge: func(origin string, a region.Asset, reason string) {
+			zl.Info().Str("origin", origin).Str("mirror", a.Stream(origin)).Str("reason", reason).
+				Msg("mirror of another region re-created: it was behind a reachable origin and silent (the server's mirror retry timers)")
+		},
+		OnError: func(err error) { zl.Debug().Err(err).Msg("region mirror keeper") },
+	})
 }

@@ -40,7 +40,7 @@ func TestBrowserRegionsPanel(t *testing.T) {
 	}
 	fr := &fakeRegions{list: []region.Status{
 		{Region: "a", Local: true, Head: 41},
-		{Region: "b", Head: 17, MirrorLag: 2, MirrorActive: 800 * time.Millisecond},
+		{Region: "b", Head: 17, OriginHead: 19, Lag: ptr(uint64(2)), MirrorActive: 800 * time.Millisecond},
 	}}
 	f := startFleetRegions(t, fr.statuses)
 	ctx := browser(t, exec)
@@ -65,10 +65,13 @@ func TestBrowserRegionsPanel(t *testing.T) {
 		i      int
 		expr   string
 	}{
-		{"b's head moves on", func(s *region.Status) { s.Head, s.MirrorLag = 19, 0 }, 1,
+		{"b's head moves on", func(s *region.Status) { s.Head, s.Lag = 19, ptr(uint64(0)) }, 1,
 			`document.querySelector('#regions tr[data-region="b"] .head').textContent === '19' &&
 			document.querySelector('#regions tr[data-region="b"] .pill').textContent === 'mirror'`},
-		{"b's mirror fails", func(s *region.Status) { s.MirrorError = "consumer create timed out" }, 1,
+		{"b's origin unreachable", func(s *region.Status) { s.Lag, s.OriginError = nil, "no responders" }, 1,
+			`document.querySelector('#regions tr[data-region="b"] .lag').textContent === '?' &&
+			document.querySelector('#regions tr[data-region="b"] .pill').textContent === 'origin unreachable'`},
+		{"b's mirror fails", func(s *region.Status) { s.MirrorError, s.OriginError = "consumer create timed out", "" }, 1,
 			`document.querySelector('#regions tr[data-region="b"] .err').textContent === 'consumer create timed out' &&
 			document.querySelector('#regions tr[data-region="b"] .pill').textContent === 'error'`},
 	} {
@@ -78,3 +81,5 @@ func TestBrowserRegionsPanel(t *testing.T) {
 		t.Logf("%s: shown after %s", c.what, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

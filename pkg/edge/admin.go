@@ -53,6 +53,8 @@ type ViewInfo struct {
 	Collisions []catalog.Collision `json:"collisions"`
 	Rejected   []catalog.Rejection `json:"rejected"`
 	Dropped    []string            `json:"dropped,omitempty"`
+	// Mirrors judges each merged region's log (its mirror's activity).
+	Mirrors []region.MirrorReport `json:"mirrors,omitempty"`
 }
 
 // Sessions returns the live sessions sorted by id.
@@ -79,7 +81,7 @@ func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 	if target != nil {
 		// A view merged from regional logs: converged only when it
 		// reflects every region's generation the edge has confirmed.
-		verdict, reason = region.Verdict(verdict, reason, regions, target)
+		verdict, reason = region.Verdict(verdict, reason, regions, target, region.MirrorsOf(e.reader))
 	}
 	return SessionInfo{ID: s.ID(), Kind: s.Kind(), ProtocolVersion: s.ProtocolVersion(), AppliedGeneration: gen,
 		AppliedRegions: regions, Digest: ap.Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
@@ -99,7 +101,7 @@ func (e *Edge) confirmedVector() region.Vector {
 func (e *Edge) View() ViewInfo {
 	cur := e.current()
 	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmedVector(), Digest: cur.Catalog.Digest,
-		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}}
+		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}, Mirrors: region.ReportOf(e.reader)}
 	for _, t := range cur.Catalog.Tools {
 		v.Tools = append(v.Tools, t.Exposed)
 	}

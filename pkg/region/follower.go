@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,7 +28,17 @@ type FollowerOptions struct {
 	// of the edge account reading the fleet account's read services
 	// (events.LogOptions.BySequence).
 	BySequence bool
+	// MirrorPoll is how often the info of every regional log is read, for
+	// how long each mirror has been silent (Mirrors); default
+	// DefaultMirrorPoll. StaleAfter is the bound Mirrors judges it by;
+	// default DefaultStaleAfter.
+	MirrorPoll, StaleAfter time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
 }
+
+// DefaultMirrorPoll is how often a Follower reads its logs' info.
+const DefaultMirrorPoll = time.Second
 
 // Follower follows every region's event log in one region's JetStream:
 // the local region's own stream and the mirrors of the others. Its View
@@ -39,6 +50,7 @@ type Follower struct {
 
 	mu       sync.Mutex
 	readers  map[string]*events.Reader
+	mirrors  map[string]MirrorState
 	watchers map[chan struct{}]struct{}
 	started  chan struct{}
 }
@@ -55,9 +67,15 @@ func NewFollower(js jetstream.JetStream, regions []string, o *FollowerOptions) (
 		}
 	}
 	f := &Follower{js: js, regions: slices.Sorted(slices.Values(regions)), readers: map[string]*events.Reader{},
-		watchers: map[chan struct{}]struct{}{}, started: make(chan struct{})}
+		mirrors: map[string]MirrorState{}, watchers: map[chan struct{}]struct{}{}, started: make(chan struct{})}
 	if o != nil {
 		f.opts = *o
+	}
+	if f.opts.MirrorPoll <= 0 {
+		f.opts.MirrorPoll = DefaultMirrorPoll
+	}
+	if f.opts.Now == nil {
+		f.opts.Now = time.Now
 	}
 	return f, nil
 }
@@ -67,6 +85,7 @@ func NewFollower(js jetstream.JetStream, regions []string, o *FollowerOptions) (
 func (f *Follower) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { f.pollMirrors(ctx) })
 	for _, r := range f.regions {
 		lo := LogOptions(r, 0)
 		if f.opts.BySequence {

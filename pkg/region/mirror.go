@@ -2,6 +2,7 @@ package region
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,10 +13,22 @@ import (
 // MirrorOptions configure EnsureMirrors. A nil *MirrorOptions means
 // defaults.
 type MirrorOptions struct {
-	// MaxBytes bounds each mirrored stream; default events.DefaultMaxBytes.
+	// MaxBytes bounds each mirrored stream and snapshot bucket; default
+	// events.DefaultMaxBytes.
 	MaxBytes int64
 	// Replicas of the mirrors; default 1.
 	Replicas int
+}
+
+func (o *MirrorOptions) withDefaults() MirrorOptions {
+	c := MirrorOptions{MaxBytes: events.DefaultMaxBytes, Replicas: 1}
+	if o != nil && o.MaxBytes != 0 {
+		c.MaxBytes = o.MaxBytes
+	}
+	if o != nil && o.Replicas != 0 {
+		c.Replicas = o.Replicas
+	}
+	return c
 }
 
 // EnsureMirrors creates or updates, in local's JetStream (js), a mirror of
@@ -28,13 +41,6 @@ func EnsureMirrors(ctx context.Context, js jetstream.JetStream, local string, re
 	if err := CheckName(local); err != nil {
 		return err
 	}
-	maxBytes, replicas := int64(events.DefaultMaxBytes), 1
-	if o != nil && o.MaxBytes != 0 {
-		maxBytes = o.MaxBytes
-	}
-	if o != nil && o.Replicas != 0 {
-		replicas = o.Replicas
-	}
 	for _, r := range regions {
 		if r == local {
 			continue
@@ -42,31 +48,86 @@ func EnsureMirrors(ctx context.Context, js jetstream.JetStream, local string, re
 		if err := CheckName(r); err != nil {
 			return err
 		}
-		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:        StreamName(r),
-			Description: "fleetgate events of region " + r + " (mirror)",
-			Storage:     jetstream.FileStorage,
-			Retention:   jetstream.LimitsPolicy,
-			Discard:     jetstream.DiscardOld,
-			MaxBytes:    maxBytes,
-			Replicas:    replicas,
-			Mirror:      &jetstream.StreamSource{Name: StreamName(r), Domain: Domain(r)},
-		})
-		if err != nil {
-			return fmt.Errorf("region %s: mirror stream %s: %w", local, StreamName(r), err)
+		for _, a := range []Asset{EventStream, SnapshotStream} {
+			if err := ensureMirror(ctx, js, r, a, o); err != nil {
+				return fmt.Errorf("region %s: %w", local, err)
+			}
 		}
-		_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	}
+	return nil
+}
+
+// Asset is one of the two JetStream streams a region mirrors of another:
+// its event stream or the stream of its snapshot bucket.
+type Asset int
+
+const (
+	EventStream Asset = iota
+	SnapshotStream
+)
+
+// Stream is the name of asset a of region r (the same in the origin and
+// in every mirror).
+func (a Asset) Stream(r string) string {
+	if a == SnapshotStream {
+		return "KV_" + SnapshotBucket(r)
+	}
+	return StreamName(r)
+}
+
+func (a Asset) String() string {
+	if a == SnapshotStream {
+		return "snapshots"
+	}
+	return "events"
+}
+
+// ensureMirror creates or updates the mirror of asset a of region r.
+func ensureMirror(ctx context.Context, js jetstream.JetStream, r string, a Asset, o *MirrorOptions) error {
+	c := o.withDefaults()
+	if a == SnapshotStream {
+		_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      SnapshotBucket(r),
 			Description: "fleetgate snapshots of region " + r + " (mirror)",
 			Storage:     jetstream.FileStorage,
-			MaxBytes:    maxBytes,
-			Replicas:    replicas,
+			MaxBytes:    c.MaxBytes,
+			Replicas:    c.Replicas,
 			History:     16,
 			Mirror:      &jetstream.StreamSource{Name: SnapshotBucket(r), Domain: Domain(r)},
 		})
 		if err != nil {
-			return fmt.Errorf("region %s: mirror bucket %s: %w", local, SnapshotBucket(r), err)
+			return fmt.Errorf("mirror bucket %s: %w", SnapshotBucket(r), err)
 		}
+		return nil
+	}
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        StreamName(r),
+		Description: "fleetgate events of region " + r + " (mirror)",
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxBytes:    c.MaxBytes,
+		Replicas:    c.Replicas,
+		Mirror:      &jetstream.StreamSource{Name: StreamName(r), Domain: Domain(r)},
+	})
+	if err != nil {
+		return fmt.Errorf("mirror stream %s: %w", StreamName(r), err)
+	}
+	return nil
+}
+
+// recreateMirror deletes the mirror of asset a of region r and creates it
+// again: the server sets a new mirror up at once, where the old one may
+// wait on its retry timers (up to 30 s for a consumer request sent while
+// the link was down, then a back-off). The new mirror copies the origin
+// again from its first message, keeping its sequences, so readers of the
+// mirror resume where they were.
+func recreateMirror(ctx context.Context, js jetstream.JetStream, r string, a Asset, o *MirrorOptions) error {
+	if err := js.DeleteStream(ctx, a.Stream(r)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("recreate mirror %s: delete: %w", a.Stream(r), err)
+	}
+	if err := ensureMirror(ctx, js, r, a, o); err != nil {
+		return fmt.Errorf("recreate %w", err)
 	}
 	return nil
 }

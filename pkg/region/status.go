@@ -2,6 +2,7 @@ package region
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,9 +22,20 @@ type Status struct {
 	// Head is the last sequence held here, the region's generation as
 	// this NATS has it.
 	Head uint64 `json:"head"`
-	// MirrorLag is the messages the mirror is behind its origin, as the
-	// server last learnt it; MirrorActive the time since the mirror last
-	// heard from its origin (0 for the local log or when unknown).
+	// OriginHead is, for a mirror, the head of the origin's log read
+	// across the region link (through the origin's JetStream domain), and
+	// Lag the generations the mirror is behind it: the heads compared.
+	// Lag is absent when the origin could not be read (OriginError says
+	// why): how far behind the mirror is then is unknown, never 0.
+	OriginHead  uint64  `json:"origin_head,omitempty"`
+	Lag         *uint64 `json:"lag,omitempty"`
+	OriginError string  `json:"origin_error,omitempty"`
+	// MirrorLag is the server's own figure of the mirror's lag, as it last
+	// learnt it from its origin (it stays at its last value while the link
+	// is cut: Lag is the one to trust); MirrorActive the time since the
+	// mirror last heard from its origin, how long it has been inactive (a
+	// live mirror hears a heartbeat every second; -1 never since the
+	// server started; 0 for the local log).
 	MirrorLag    uint64        `json:"mirror_lag,omitempty"`
 	MirrorActive time.Duration `json:"mirror_active_ns,omitempty"`
 	// MirrorError is the server's error of the mirror, if it reports one.
@@ -33,9 +45,10 @@ type Status struct {
 }
 
 // Statuses reads the info of every region's event stream in js: local's
-// own log and the mirrors of the others, in the order of regions. The
-// reads share one timeout, StatusTimeout unless ctx ends earlier; a stream
-// that cannot be read has Err set and the others are still read.
+// own log and the mirrors of the others, in the order of regions, with
+// the head of each mirror's origin read across the link. The reads share
+// one timeout, StatusTimeout unless ctx ends earlier; a stream that cannot
+// be read has Err set and the others are still read.
 func Statuses(ctx context.Context, js jetstream.JetStream, local string, regions []string) []Status {
 	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 	defer cancel()
@@ -68,5 +81,51 @@ func status(ctx context.Context, js jetstream.JetStream, r string, local bool) S
 			s.MirrorError = m.Error.Error()
 		}
 	}
+	if local {
+		return s
+	}
+	head, err := originHead(ctx, js, r, EventStream)
+	if err != nil {
+		s.OriginError = err.Error()
+		return s
+	}
+	s.OriginHead = head
+	lag := head - min(head, s.Head)
+	s.Lag = &lag
 	return s
+}
+
+// originHead reads the head of asset a in region r's own JetStream,
+// across the region link (the origin's domain API).
+func originHead(ctx context.Context, js jetstream.JetStream, r string, a Asset) (uint64, error) {
+	djs, err := jetstream.NewWithDomain(js.Conn(), Domain(r))
+	if err != nil {
+		return 0, fmt.Errorf("region %s: origin %s: %w", r, a.Stream(r), err)
+	}
+	st, err := djs.Stream(ctx, a.Stream(r))
+	if err != nil {
+		return 0, fmt.Errorf("region %s: origin %s: %w", r, a.Stream(r), err)
+	}
+	return st.CachedInfo().State.LastSeq, nil
+}
+
+// look reads the mirror of asset a of region r in js and its origin.
+func look(ctx context.Context, js jetstream.JetStream, r string, a Asset) (Look, error) {
+	var l Look
+	head, err := originHead(ctx, js, r, a)
+	l.OriginOK, l.OriginHead = err == nil, head
+	st, err := js.Stream(ctx, a.Stream(r))
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		l.Missing = true
+		return l, nil
+	case err != nil:
+		return l, fmt.Errorf("region %s: mirror %s: %w", r, a.Stream(r), err)
+	}
+	info := st.CachedInfo()
+	l.Head, l.Active = info.State.LastSeq, -1
+	if m := info.Mirror; m != nil {
+		l.Active = m.Active
+	}
+	return l, nil
 }

@@ -56,7 +56,11 @@ func TestRegionStatuses(t *testing.T) {
 	if b.MirrorActive >= 0 && b.MirrorError == "" {
 		t.Errorf("mirror b: %+v, want inactive (-1) or an error", b)
 	}
-	t.Logf("mirror of an unreachable origin: lag %d, active %v, error %q", b.MirrorLag, b.MirrorActive, b.MirrorError)
+	// Its lag is unknown, not 0: the origin's head cannot be read.
+	if b.Lag != nil || b.OriginError == "" {
+		t.Errorf("mirror b: lag %v, origin error %q: want no lag and why", b.Lag, b.OriginError)
+	}
+	t.Logf("mirror of an unreachable origin: server's lag %d, active %v, error %q, origin %q", b.MirrorLag, b.MirrorActive, b.MirrorError, b.OriginError)
 	if c.Region != "c" || c.Err == "" {
 		t.Errorf("missing c: %+v, want an error", c)
 	}

@@ -100,7 +100,7 @@ func TestRegionSpanningVerdict(t *testing.T) {
 		{convergence.Unverifiable, Vector{"a": 5, "b": 9}, convergence.Unverifiable},
 		{convergence.Incomplete, Vector{"a": 1}, convergence.Incomplete},
 	} {
-		got, reason := Verdict(tc.session, "session reason", tc.reflected, target)
+		got, reason := Verdict(tc.session, "session reason", tc.reflected, target, liveMirrors(target))
 		if got != tc.want {
 			t.Errorf("Verdict(%s, %s) = %s (%s), want %s", tc.session, tc.reflected, got, reason, tc.want)
 		}

@@ -15,11 +15,23 @@ function ago(ns) {
   return Math.floor(s / 3600) + "h ago";
 }
 
+// inactiveNs is how long a mirror may hear nothing from its origin before
+// it is shown inactive (a live mirror hears a heartbeat every second).
+const inactiveNs = 5e9;
+
+// lag is a mirror's lag, the heads compared across the link; unknown
+// ("?") when the origin could not be read, never 0 then.
+function lag(r) {
+  if (r.local) return "—";
+  return r.lag === undefined || r.lag === null ? "?" : String(r.lag);
+}
+
 function state(r) {
   if (r.error || r.mirror_error) return ["unhealthy", "error"];
   if (r.local) return ["healthy", "local"];
-  if ((r.mirror_active_ns ?? -1) < 0) return ["degraded", "inactive"];
-  if (r.mirror_lag) return ["degraded", "lagging"];
+  if ((r.mirror_active_ns ?? -1) < 0 || r.mirror_active_ns > inactiveNs) return ["degraded", "inactive"];
+  if (r.lag === undefined || r.lag === null) return ["degraded", "origin unreachable"];
+  if (r.lag) return ["degraded", "lagging"];
   return ["healthy", "mirror"];
 }
 
@@ -29,9 +41,9 @@ function row(r) {
     h("td", { class: "mono name" }, r.region),
     h("td", null, pill(status, label)),
     h("td", { class: "num mono head" }, String(r.head || 0)),
-    h("td", { class: "num mono lag" }, r.local ? "—" : String(r.mirror_lag || 0)),
+    h("td", { class: "num mono lag" }, lag(r)),
     h("td", { class: "num active" }, r.local ? "—" : ago(r.mirror_active_ns)),
-    h("td", { class: "error err" }, [r.error, r.mirror_error].filter(Boolean).join("; ")));
+    h("td", { class: "error err" }, [r.error, r.mirror_error, r.origin_error].filter(Boolean).join("; ")));
 }
 
 // renderRegions fills the panel; it is hidden when there is nothing to
