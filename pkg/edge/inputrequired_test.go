@@ -40,6 +40,18 @@ func startInputBackend(t *testing.T, f *fleet) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "confirmed: " + r.Action}}}, nil
 		})
+	b.Server().AddPrompt(&mcp.Prompt{Name: "confirm_prompt"},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if req.Params.InputResponses == nil {
+				return &mcp.GetPromptResult{RequestState: backendState, InputRequests: mcp.InputRequestMap{
+					"ok": &mcp.ElicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}}}, nil
+			}
+			r, _ := req.Params.InputResponses["ok"].(*mcp.ElicitResult)
+			if req.Params.RequestState != backendState || r == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad retry"}
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "prompt " + r.Action}}}}, nil
+		})
 	f.add("default", b)
 	c := listCatalog(t, b)
 	c.ProtocolVersion = newProtocol
@@ -94,9 +106,14 @@ func TestInputRequiredAcrossEdges(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("automatic", func(t *testing.T) {
-		res, err := newProtocolClient(t, a.MCPURL(), true).CallTool(ctx, &mcp.CallToolParams{Name: "alpha_confirm", Arguments: map[string]any{}})
+		cs := newProtocolClient(t, a.MCPURL(), true)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_confirm", Arguments: map[string]any{}})
 		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "confirmed: accept" {
 			t.Fatalf("call answered by the client's handler: %+v, %v", res, err)
+		}
+		pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "alpha_confirm_prompt"})
+		if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Content.(*mcp.TextContent).Text != "prompt accept" {
+			t.Fatalf("prompt answered by the client's handler: %+v, %v", pr, err)
 		}
 	})
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
+	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -38,48 +40,100 @@ type Stateless struct {
 // its JSON-RPC error.
 const maxErrorBody = 64 << 10
 
-// callStateless is CallTool for call.Stateless: one POST, the result or
-// the backend's JSON-RPC error as it came. It is never retried: with no
-// session, nothing tells that a failed exchange did not run the call.
-func (p *Pool) callStateless(ctx context.Context, call Call) (Reply, error) {
-	ctx, cancel := detach(ctx, p.timeout, call.Later != nil)
+// Request is one request of the stateless revision to a backend that
+// speaks it (Pool.Stateless): no session, the revision's headers (Mcp-Name
+// is Name: a tool's or prompt's name, a resource's URI), Params as the
+// request's params (their members as the client sent them, the name the
+// backend's own).
+type Request struct {
+	Backend  string
+	Config   events.BackendConfig
+	Revision string
+	Method   string
+	Name     string
+	Params   map[string]any
+	// ParamHeaders are the client's Mcp-Param-* headers.
+	ParamHeaders http.Header
+	Later        *Closings
+	Relay        Relay
+}
+
+// Stateless sends r and returns the backend's result as it came, or its
+// JSON-RPC error. It is never retried: with no session, nothing tells that
+// a failed exchange did not run the request.
+func (p *Pool) Stateless(ctx context.Context, r Request) (json.RawMessage, error) {
+	ctx, cancel := detach(ctx, p.timeout, r.Later != nil)
 	defer cancel()
 	start := time.Now()
-	raw, err := p.statelessExchange(ctx, call)
+	raw, err := p.statelessExchange(ctx, r)
 	if p.obs != nil {
-		p.obs.BackendCall(call.Backend, "tools/call", time.Since(start), err)
+		p.obs.BackendCall(r.Backend, r.Method, time.Since(start), err)
 	}
 	if err != nil {
-		return Reply{}, backendError(call.Backend, "tools/call", err)
+		return nil, backendError(r.Backend, r.Method, err)
+	}
+	return raw, nil
+}
+
+// callStateless is CallTool for call.Stateless.
+func (p *Pool) callStateless(ctx context.Context, call Call) (Reply, error) {
+	st := call.Stateless
+	params := map[string]any{"name": call.Tool, "arguments": json.RawMessage("{}")}
+	if t := bytes.TrimSpace(call.Args); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		params["arguments"] = call.Args
+	}
+	st.AddTo(params)
+	raw, err := p.Stateless(ctx, Request{Backend: call.Backend, Config: call.Config, Revision: st.Revision, Method: "tools/call",
+		Name: call.Tool, Params: params, ParamHeaders: st.ParamHeaders, Later: call.Later, Relay: call.Relay})
+	if err != nil {
+		return Reply{}, err
 	}
 	return Reply{Raw: raw, Stateless: true}, nil
 }
 
-func (p *Pool) statelessExchange(ctx context.Context, call Call) (json.RawMessage, error) {
-	st := call.Stateless
-	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
-	body, err := statelessBody(id, call.Tool, call.Args, st)
-	if err != nil {
-		return nil, err
+// AddTo sets the members of st (the client's _meta, input responses and
+// the backend's state) in params.
+func (st *Stateless) AddTo(params map[string]any) {
+	if len(st.Meta) > 0 {
+		params["_meta"] = st.Meta
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, call.Config.URL, bytes.NewReader(body))
+	if len(st.InputResponses) > 0 {
+		params["inputResponses"] = st.InputResponses
+	}
+	if st.RequestState != "" {
+		params["requestState"] = st.RequestState
+	}
+}
+
+func (p *Pool) statelessExchange(ctx context.Context, r Request) (json.RawMessage, error) {
+	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": r.Method, "params": r.Params})
+	if err != nil {
+		return nil, fmt.Errorf("encode stateless %s: %w", r.Method, err)
+	}
+	if err := mcpwire.Check(body, mcpwire.MaxDepth); err != nil {
+		return nil, fmt.Errorf("encode stateless %s: %w", r.Method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Config.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header = http.Header{
 		"Content-Type":         jsonContentType,
 		"Accept":               acceptBoth,
-		"Mcp-Protocol-Version": {st.Revision},
-		"Mcp-Method":           {"tools/call"},
-		"Mcp-Name":             {call.Tool},
+		"Mcp-Protocol-Version": {r.Revision},
+		"Mcp-Method":           {r.Method},
 	}
-	for k, v := range st.ParamHeaders {
+	if r.Name != "" && h1.ASCII(r.Name) {
+		req.Header["Mcp-Name"] = []string{r.Name}
+	}
+	for k, v := range r.ParamHeaders {
 		if strings.HasPrefix(http.CanonicalHeaderKey(k), "Mcp-Param-") {
 			req.Header[http.CanonicalHeaderKey(k)] = v
 		}
 	}
-	if len(call.Config.Headers) > 0 {
-		if err := p.conn(call.Backend, call.Config).creds.Apply(req.Header); err != nil {
+	if len(r.Config.Headers) > 0 {
+		if err := p.conn(r.Backend, r.Config).creds.Apply(req.Header); err != nil {
 			return nil, err
 		}
 	}
@@ -87,8 +141,8 @@ func (p *Pool) statelessExchange(ctx context.Context, call Call) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	defer closeLater(call.Later, resp.Body)
-	to := peer{url: call.Config.URL, relay: call.Relay}
+	defer closeLater(r.Later, resp.Body)
+	to := peer{url: r.Config.URL, relay: r.Relay}
 	var msg *wireMessage
 	switch {
 	case resp.StatusCode/100 == 2:
@@ -113,33 +167,4 @@ func (p *Pool) statelessExchange(ctx context.Context, call Call) (json.RawMessag
 		return nil, msg.Error
 	}
 	return msg.Result, nil
-}
-
-// statelessBody is the JSON-RPC request of a stateless tools/call: the
-// backend's tool name, the arguments, and the client's _meta, input
-// responses and state (each passed as the client sent it).
-func statelessBody(id, tool string, args json.RawMessage, st *Stateless) ([]byte, error) {
-	params := map[string]any{"name": tool}
-	if t := bytes.TrimSpace(args); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		params["arguments"] = json.RawMessage("{}")
-	} else {
-		params["arguments"] = args
-	}
-	if len(st.Meta) > 0 {
-		params["_meta"] = st.Meta
-	}
-	if len(st.InputResponses) > 0 {
-		params["inputResponses"] = st.InputResponses
-	}
-	if st.RequestState != "" {
-		params["requestState"] = st.RequestState
-	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-	if err != nil {
-		return nil, fmt.Errorf("encode stateless call of %q: %w", tool, err)
-	}
-	if err := mcpwire.Check(body, mcpwire.MaxDepth); err != nil {
-		return nil, fmt.Errorf("encode stateless call of %q: %w", tool, err)
-	}
-	return body, nil
 }

@@ -2,7 +2,9 @@ package calls
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +27,30 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	if !ok {
 		// As a go-sdk server answers an unknown prompt: invalid params.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: %v", name, ErrUnavailable)}
+	}
+	it := item{method: "prompts/get", name: name, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
+		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
+	if st, je := pl.itemStateless(it, entry.Backend, cur.Revisions[entry.Backend], time.Now()); je != nil {
+		return nil, je
+	} else if st != nil {
+		p := map[string]any{"name": entry.Original}
+		if req.Params.Arguments != nil {
+			p["arguments"] = req.Params.Arguments
+		}
+		st.AddTo(p)
+		raw, err := pl.o.Pool.Stateless(ctx, backend.Request{Backend: entry.Backend, Config: cfg, Revision: st.Revision,
+			Method: "prompts/get", Name: entry.Original, Params: p, ParamHeaders: st.ParamHeaders})
+		if err != nil {
+			return nil, err
+		}
+		var res mcp.GetPromptResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("prompt %q: decode result: %w", name, err)
+		}
+		if err := pl.sealItem(it, entry.Backend, &res.RequestState, res.Meta, time.Now()); err != nil {
+			return nil, err
+		}
+		return &res, nil
 	}
 	params := &mcp.GetPromptParams{Name: entry.Original, Arguments: req.Params.Arguments}
 	return backend.Do(ctx, pl.o.Pool, entry.Backend, cfg, "prompts/get", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
@@ -54,17 +80,47 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if own == "" {
 		own = uri
 	}
+	it := item{method: "resources/read", name: uri, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
+		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
+	if st, je := pl.itemStateless(it, entry.Backend, cur.Revisions[entry.Backend], time.Now()); je != nil {
+		return nil, je
+	} else if st != nil {
+		p := map[string]any{"uri": own}
+		st.AddTo(p)
+		raw, err := pl.o.Pool.Stateless(ctx, backend.Request{Backend: entry.Backend, Config: cfg, Revision: st.Revision,
+			Method: "resources/read", Name: own, Params: p, ParamHeaders: st.ParamHeaders})
+		if err != nil {
+			return nil, err
+		}
+		var res mcp.ReadResourceResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("resource %q: decode result: %w", uri, err)
+		}
+		if err := pl.sealItem(it, entry.Backend, &res.RequestState, res.Meta, time.Now()); err != nil {
+			return nil, err
+		}
+		renamed(&res, own, uri)
+		return &res, nil
+	}
 	res, err := backend.Do(ctx, pl.o.Pool, entry.Backend, cfg, "resources/read", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: own})
 	})
-	if err == nil && own != uri {
-		for _, c := range res.Contents {
-			if c != nil && c.URI == own {
-				c.URI = uri // as the client knows it
-			}
-		}
+	if err == nil {
+		renamed(res, own, uri)
 	}
 	return res, err
+}
+
+// renamed gives the contents of res, read as own, the URI the client knows.
+func renamed(res *mcp.ReadResourceResult, own, uri string) {
+	if own == uri {
+		return
+	}
+	for _, c := range res.Contents {
+		if c != nil && c.URI == own {
+			c.URI = uri // as the client knows it
+		}
+	}
 }
 
 // Reachable is the config of backend, owner of the item of kind k named

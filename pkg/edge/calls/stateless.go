@@ -31,23 +31,27 @@ const serverInfoKey = "io.modelcontextprotocol/serverInfo"
 // responses, requestState (as the client sent it: Forward opens it) and
 // Mcp-Param-* headers.
 func StatelessOf(r *mcp.CallToolRequest) (*backend.Stateless, error) {
-	p := r.Params
-	st := &backend.Stateless{RequestState: p.RequestState}
-	if v, ok := p.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
+	return statelessOf(r.Params.Meta, r.Params.InputResponses, r.Params.RequestState, r.GetExtra())
+}
+
+// statelessOf is StatelessOf of any request's members.
+func statelessOf(meta mcp.Meta, responses mcp.InputResponseMap, state string, x *mcp.RequestExtra) (*backend.Stateless, error) {
+	st := &backend.Stateless{RequestState: state}
+	if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok {
 		st.Revision = v
 	}
 	var err error
-	if len(p.Meta) > 0 {
-		if st.Meta, err = json.Marshal(p.Meta); err != nil {
+	if len(meta) > 0 {
+		if st.Meta, err = json.Marshal(meta); err != nil {
 			return nil, fmt.Errorf("encode _meta: %w", err)
 		}
 	}
-	if p.InputResponses != nil {
-		if st.InputResponses, err = json.Marshal(p.InputResponses); err != nil {
+	if responses != nil {
+		if st.InputResponses, err = json.Marshal(responses); err != nil {
 			return nil, fmt.Errorf("encode inputResponses: %w", err)
 		}
 	}
-	if x := r.GetExtra(); x != nil {
+	if x != nil {
 		for k, v := range x.Header {
 			if strings.HasPrefix(http.CanonicalHeaderKey(k), "Mcp-Param-") {
 				if st.ParamHeaders == nil {
@@ -135,4 +139,65 @@ func errorReply(je *jsonrpc.Error) backend.Reply {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: je.Message}}}
 	res.SetError(je)
 	return backend.Reply{Res: res}
+}
+
+// item is a prompts/get or resources/read of a client of the stateless
+// generation: its method, the exposed name (or URI) it asked for, the
+// caller, and its members for the backend.
+type item struct {
+	method, name string
+	ident        string
+	meta         mcp.Meta
+	responses    mcp.InputResponseMap
+	state        string
+	extra        *mcp.RequestExtra
+}
+
+// itemStateless prepares it for the backend b (revision rev): nil, nil when
+// it goes on the pooled session (a client of the session-based revisions,
+// or a backend of another revision and nothing to pass on); a refusal when
+// its state does not open or the backend cannot take its input responses.
+func (pl *Plane) itemStateless(it item, b, rev string, now time.Time) (*backend.Stateless, *jsonrpc.Error) {
+	if _, ok := it.meta[mcp.MetaKeyProtocolVersion].(string); !ok {
+		return nil, nil // a client of the session-based revisions
+	}
+	st, err := statelessOf(it.meta, it.responses, it.state, it.extra)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	if rev == "" || rev != st.Revision {
+		if st.RequestState != "" || len(st.InputResponses) > 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("%s %q: backend %q does not take input responses in revision %q", it.method, it.name, b, st.Revision)}
+		}
+		return nil, nil
+	}
+	if st.RequestState != "" {
+		inner, err := pl.sealer.Open(it.binding(b), st.RequestState, now)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s %q: %v", it.method, it.name, err)}
+		}
+		st.RequestState = inner
+	}
+	return st, nil
+}
+
+func (it item) binding(b string) inputstate.Binding {
+	return inputstate.Binding{Identity: it.ident, Method: it.method, Target: it.name + "\x00" + b}
+}
+
+// sealItem seals *state, a backend's requestState for it, and leaves the
+// result's server info to the edge's.
+func (pl *Plane) sealItem(it item, b string, state *string, meta mcp.Meta, now time.Time) error {
+	delete(meta, serverInfoKey)
+	if *state == "" {
+		return nil
+	}
+	sealed, err := pl.sealer.Seal(it.binding(b), *state, now.Add(inputstate.DefaultLifetime))
+	if err != nil {
+		*state = ""
+		return fmt.Errorf("backend %q: %w", b, err)
+	}
+	*state = sealed
+	return nil
 }
