@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/convergence"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // SessionInfo is one session as GET /v1/sessions reports it.
@@ -155,4 +157,22 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// storedInfo describes a session this edge does not serve from its
+// stored record (another edge serves it, or none does at the moment).
+func (e *Edge) storedInfo(ctx context.Context, id string) (SessionInfo, bool) {
+	if e.recs == nil || sessionstore.ValidateID(id) != nil {
+		return SessionInfo{}, false
+	}
+	rec, _, err := e.recs.Store().Get(ctx, id)
+	if err != nil || rec.Group != e.opts.Group {
+		return SessionInfo{}, false
+	}
+	verdict, reason := convergence.Explain(rec.Convergence)
+	conv := rec.Convergence
+	return SessionInfo{ID: rec.ID, Kind: session.KindSession, ProtocolVersion: rec.ProtocolVersion,
+		AppliedGeneration: rec.AppliedGeneration, Digest: rec.RegistryDigest, Verdict: string(verdict),
+		VerdictReason: reason, Created: rec.CreatedAt, Tools: conv.Traversal.Tools, Edge: rec.Edge,
+		Convergence: &conv}, true
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -57,6 +58,13 @@ func tokenUserID(r *http.Request) string {
 	return ""
 }
 
+// identity is the caller's identity: the go-sdk TokenInfo's UserID when
+// an auth middleware set one, else the Options.IdentityHeader value.
+func (e *Edge) identity(r *http.Request) string {
+	id, _ := e.adm.gate.Identity(r.Header, tokenUserID(r))
+	return id
+}
+
 // gateRequest is the gate's view of r with its body (already read).
 func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
 	return &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated,
@@ -65,14 +73,14 @@ func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admiss
 
 // admitHTTP runs the gate for a request of the net/http server. A POST's
 // body is read whole (within the gate's limit, under the body deadline)
-// and left in r.Body as a wholeBody, so that no one reads it twice. It
+// and left in r.Body as a direct.Body, so that no one reads it twice. It
 // reports false after writing the refusal.
 // The request's admitted value (on its context) holds the concurrent call
 // slots the request holds (tools/call under a concurrency limit) until
 // its response is written.
 func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Request, a *admitted, ok bool) {
 	// The bearer token first: an unauthenticated body is not read.
-	r, f := e.authenticate(r)
+	r, f := e.bearer.Authenticate(r)
 	if f != nil {
 		e.refuse(w, r, f)
 		return r, nil, false
@@ -81,8 +89,8 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 	var rest io.Reader // the unread part of a body over the limit
 	truncated := false
 	if r.Method == http.MethodPost {
-		if wb, ok := r.Body.(*wholeBody); ok {
-			body = wb.data
+		if wb, ok := r.Body.(*direct.Body); ok {
+			body = wb.Data
 		} else {
 			rc := http.NewResponseController(w)
 			_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
@@ -97,7 +105,7 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			if truncated = err != nil; truncated {
 				rest = r.Body
 			}
-			r.Body = newWholeBody(body)
+			r.Body = direct.NewBody(body)
 		}
 	}
 	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
@@ -109,8 +117,8 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 		return r, nil, false
 	}
 	a = &admitted{body: d.Body, ident: d.Identity}
-	if wb, ok := r.Body.(*wholeBody); ok {
-		wb.parsed = d.Body
+	if wb, ok := r.Body.(*direct.Body); ok {
+		wb.Parsed = d.Body
 	}
 	if a.release, f = e.limitRequest(r, d.Identity, d.Body); f != nil {
 		e.refuse(w, r, f)
@@ -159,14 +167,14 @@ func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
 // admitLane runs the gate for a request read on a call lane (its body
 // read whole already). A refused request goes back to the server, whose
 // handler asks the gate again and writes the refusal.
-// Its token was verified already (Edge.authenticate, on the head).
+// Its token was verified already (bearer.Authenticator, on the head).
 func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
-	wb, _ := r.Body.(*wholeBody)
+	wb, _ := r.Body.(*direct.Body)
 	if wb == nil {
 		return admission.Decision{}, false
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false))
-	wb.parsed = d.Body
+	d := e.adm.gate.Admit(e.gateRequest(r, wb.Data, false))
+	wb.Parsed = d.Body
 	return d, d.Refusal == nil
 }
 
@@ -174,8 +182,8 @@ func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
 // for identity ident (the session limits); nil when it may.
 func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
 	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: e.reg.Counts}
-	if wb, ok := r.Body.(*wholeBody); ok {
-		req.Body = wb.data
+	if wb, ok := r.Body.(*direct.Body); ok {
+		req.Body = wb.Data
 	}
 	return e.adm.gate.Admit(req).Refusal
 }
@@ -185,7 +193,7 @@ func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
 func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
 	e.adm.refused.WithLabelValues(f.Reason).Inc()
 	if f.Reason == admission.ReasonMissingIdentity {
-		e.rm.refusals.WithLabelValues("missing_identity").Inc()
+		e.m.refusals.WithLabelValues("missing_identity").Inc()
 	}
 	host := r.RemoteAddr
 	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
@@ -232,26 +240,3 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 // errBodyUnread: a POST whose body could not be read (cut short, or
 // slower than the body deadline).
 var errBodyUnread = errors.New("request body not read (cut short or too slow)")
-
-// wholeBody is a request body read whole (by the gate, or by a call lane),
-// with the gate's parse of it once admitted.
-type wholeBody struct {
-	*bytes.Reader
-	data   []byte
-	parsed *admission.Body
-}
-
-func newWholeBody(b []byte) *wholeBody { return &wholeBody{Reader: bytes.NewReader(b), data: b} }
-
-// again is the same body, unread.
-func (wb *wholeBody) again() *wholeBody {
-	return &wholeBody{Reader: bytes.NewReader(wb.data), data: wb.data, parsed: wb.parsed}
-}
-
-// message is the body's one message as the gate parsed it; false for a
-// batch or a body the gate did not parse.
-func (wb *wholeBody) message() (*admission.Message, bool) {
-	return wb.parsed.Single()
-}
-
-func (*wholeBody) Close() error { return nil }

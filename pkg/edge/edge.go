@@ -2,7 +2,6 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,12 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
+	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
+	"github.com/fleetgate/fleetgate/pkg/edge/ledger"
+	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/edge/sessionserver"
+	"github.com/fleetgate/fleetgate/pkg/edge/spans"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -213,25 +216,23 @@ type Edge struct {
 
 	mcpLn, adminLn net.Listener
 
-	recs    *records.Recorder  // nil without Options.Records
-	flights singleflight.Group // rebuilds of sessions from their records, by id and owner
-	posting atomic.Int64       // session POSTs in progress, their responses included
+	recs    *records.Recorder // nil without Options.Records
+	posting atomic.Int64      // session POSTs in progress, their responses included
 	routes  *routeCounts
 
 	// bearer verifies tokens (nil without Options.Auth); calls routes
 	// what clients ask of the backends, under the tool policy of the
 	// generation applied (package calls).
-	bearer  *bearer
-	calls   *calls.Plane
-	limits  *limits // the policy's rate limits
-	rm      *recordMetrics
-	digests *digestCache
-
-	// impl and caps are shared by every session server; implJSON is impl
-	// encoded.
-	impl     *mcp.Implementation
-	implJSON []byte
-	caps     *mcp.ServerCapabilities
+	bearer *bearer.Authenticator
+	calls  *calls.Plane
+	limits *limits // the policy's rate limits
+	// ledger keeps the sessions' evidence, servers makes their go-sdk
+	// servers, answers answers the requests the edge serves itself,
+	// rebuilder rebuilds sessions held elsewhere from their records.
+	ledger    *ledger.Ledger
+	servers   *sessionserver.Servers
+	answers   *direct.Answers
+	rebuilder *rebuild.Rebuilder
 
 	empty    *view.Served
 	backends atomic.Pointer[map[string]events.BackendConfig]
@@ -242,8 +243,7 @@ type Edge struct {
 	// confirmed names (nil on one log).
 	confirmedRegions atomic.Pointer[map[string]uint64]
 	ready            atomic.Bool
-	tracer           trace.Tracer // trace.go; traced: it records or propagates
-	traced           bool
+	spans            *spans.Tracer
 
 	adm *admitter // the admission gate (admit.go)
 
@@ -254,7 +254,7 @@ type Edge struct {
 
 	evMu      sync.Mutex
 	evTimes   []eventTime  // events of the group not yet in a batch
-	evTraces  []eventTrace // their trace contexts, when traced (trace.go)
+	evTraces  spans.Events // their trace contexts, when traced
 	lastGroup *events.Group
 
 	// hj owns what runs off the request goroutines: taken-over streams,
@@ -292,17 +292,6 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.m = newMetrics(opts.Registry)
 	e.adm = newAdmitter(&opts.Limits, opts.Registry)
 	e.routes = newRouteCounts(opts.Registry)
-	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
-	e.implJSON, _ = json.Marshal(e.impl) // strings only: it encodes
-	e.caps = &mcp.ServerCapabilities{
-		Tools:     &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-		// Backends' log messages are relayed per client (relay.go), and
-		// completions routed by their reference (Edge.complete).
-		Logging:     &mcp.LoggingCapabilities{},
-		Completions: &mcp.CompletionCapabilities{},
-	}
 	e.empty = view.Empty()
 	if opts.Mode == ModeOptimizer {
 		e.opt = newOptimizerMetrics(opts.Registry)
@@ -311,13 +300,12 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
 		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
 	e.backends.Store(&map[string]events.BackendConfig{})
-	e.setTracing(opts.TracerProvider)
+	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
 	e.pool.SetStdio(opts.Stdio)                // nil: every stdio backend refused here
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
-	e.rm, e.digests = newRecordMetrics(opts.Registry, e), newDigestCache()
 	e.reader = src(e)
 	var err error
 	if e.mcpLn, err = net.Listen("tcp", opts.Listen); err != nil {
@@ -328,41 +316,62 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		return nil, fmt.Errorf("edge: admin listen %s: %w", opts.AdminListen, err)
 	}
 	e.limits = newLimits(opts.Registry)
-	var tracer trace.Tracer
-	if e.traced {
-		tracer = e.tracer
-	}
-	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
-		View: e.current, Generation: e.generation, Trail: opts.CallTrail, Log: e.log, Tracer: tracer, Registry: opts.Registry,
-		TasksChanged: e.tasksChanged, Background: e.hj,
-		SubscriptionsChanged: func(s *session.Session, uris []string) {
-			if s.Record().SetSubscriptions(uris) {
-				e.recs.Enqueue(s)
-			}
-		},
-		Backend: func(name string) (events.BackendConfig, bool) {
-			cfg, ok := (*e.backends.Load())[name]
-			return cfg, ok
-		}})
-	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
 	if opts.Auth != nil {
-		if e.bearer, err = newBearer(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), opts.Registry); err != nil {
+		if e.bearer, err = bearer.New(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), e.limits, opts.Registry); err != nil {
 			e.mcpLn.Close()
 			e.adminLn.Close()
 			return nil, err
 		}
 	}
-	if e.recs, err = e.openRecords(); err != nil {
+	if e.recs, err = records.Open(opts.Records, records.Wiring{Edge: opts.ID, Sessions: e.reg, Hijacks: e.hj,
+		Log: &e.log, Registry: opts.Registry, Written: e.m.recordsWritten}); err != nil {
 		e.mcpLn.Close()
 		e.adminLn.Close()
 		return nil, err
 	}
+	e.wire()
+	return e, nil
+}
+
+// wire makes the parts that serve requests, each given what it uses of
+// the others.
+func (e *Edge) wire() {
+	opts := &e.opts
+	e.ledger = ledger.New(&ledger.Options{Edge: opts.ID, Group: opts.Group, Mode: opts.Mode, Optimizer: opts.Mode == ModeOptimizer,
+		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed,
+		ConfirmedRegions: &e.confirmedRegions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
+		Log: e.log, Registry: opts.Registry})
+	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
+		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
+		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
+		Backend: func(name string) (events.BackendConfig, bool) {
+			cfg, ok := (*e.backends.Load())[name]
+			return cfg, ok
+		}})
+	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
 	e.lanes = lane.New(lane.Options{Edge: edgeForLanes{e}, Hijacks: e.hj, Addr: e.mcpLn.Addr(), HeaderTimeout: opts.HeaderTimeout,
 		BodyTimeout: opts.BodyTimeout, IdleTimeout: opts.IdleTimeout, ShutdownTimeout: opts.ShutdownTimeout,
 		Disabled: opts.paths.noLanes, MaxBody: maxBody, Registry: opts.Registry})
-	e.shared = e.newSession("", session.KindStateless, newProtocol, "")
+	impl := &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
+	e.servers = sessionserver.New(sessionserver.Options{Sessions: e.reg, Calls: e.calls, Impl: impl, Logger: e.slog,
+		Evidence: e.ledger, Spans: e.spans, Passthrough: opts.Mode == ModePassthrough,
+		Caps: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			// Backends' log messages are relayed per client (package
+			// calls), and completions routed by their reference.
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		}})
+	e.shared = e.servers.Shared()
+	e.answers = direct.New(direct.Options{Calls: e.calls, Sessions: e.reg, Hijacks: e.hj, Shared: e.shared, Impl: impl,
+		Identity: e.identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
+		GoSDKStateless: opts.paths.goSDKStateless})
+	e.rebuilder = rebuild.New(rebuild.Options{Group: opts.Group, IdentityHeader: opts.IdentityHeader,
+		MaxInitializeBytes: e.adm.gate.Options().MaxInitializeBytes, Sessions: e.reg, Records: e.recs, Ledger: e.ledger,
+		Identity: e.identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
 	e.reg.Open(e.shared)
-	return e, nil
 }
 
 // MCPURL is the MCP endpoint, http://ADDR/mcp.
@@ -471,3 +480,44 @@ func (e *Edge) shutdown(srv *http.Server) {
 	closing.Wait()
 	e.pool.CloseAll()
 }
+
+// RecordOptions configure the shared session records that let a session
+// continue on another edge (see the package doc, "Sessions across edges",
+// and package records).
+type RecordOptions = records.Options
+
+// AuthOptions make the edge an OAuth 2.1 resource server (Options.Auth;
+// package bearer).
+type AuthOptions = bearer.Options
+
+// startRecords starts the record writer and the call trail; the returned
+// function, called after the sessions were closed, writes the last
+// records and drains the trail.
+func (e *Edge) startRecords() (stop func()) {
+	e.recs.Start()
+	var trail sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	if t := e.opts.CallTrail; t != nil {
+		trail.Go(func() {
+			if err := t.Run(ctx); err != nil {
+				e.log.Warn().Err(err).Msg("call trail")
+			}
+		})
+	}
+	return func() {
+		e.recs.Stop()
+		cancel()
+		trail.Wait()
+	}
+}
+
+// sessionObserver is what the sessions of e tell their evidence and
+// records (session.Observer): the ledger, and the call plane of a
+// session forgotten (its resource subscriptions end).
+type sessionObserver struct{ e *Edge }
+
+func (o sessionObserver) Signalling(s *session.Session) func() { return o.e.ledger.Signalling(s) }
+func (o sessionObserver) Signalled(s *session.Session)         { o.e.ledger.Signalled(s) }
+func (o sessionObserver) StreamAttached(s *session.Session)    { o.e.ledger.StreamAttached(s) }
+func (o sessionObserver) Forgotten(s *session.Session)         { o.e.calls.Forget(s) }
+func (o sessionObserver) IdleEnded(s *session.Session)         { o.e.ledger.IdleEnded(s) }

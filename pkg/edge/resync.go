@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
@@ -89,8 +91,12 @@ func (e *Edge) withdraws(st *events.State) bool {
 // resync brings the served view to state st and applies the change to
 // every session. It reports whether the view changed.
 func (e *Edge) resync(st *events.State) bool {
-	ap := e.startApply() // trace.go: nil untraced
-	defer ap.end(st)
+	ap := e.spans.StartBatch() // nil untraced
+	defer ap.End(st.Generation, func() (trace.SpanContext, []trace.Link) {
+		e.evMu.Lock()
+		defer e.evMu.Unlock()
+		return e.evTraces.Take(func(r string, g uint64) bool { return reflects(st.Generation, st.Regions, r, g) })
+	})
 	g := st.Group(e.opts.Group)
 	// The tool policy of the state is in force before its view is served:
 	// a batch that adds a tool and hides it never serves it meanwhile.
@@ -145,8 +151,8 @@ func (e *Edge) resync(st *events.State) bool {
 		}
 	})
 	e.m.batches.Inc()
-	ap.reached(len(targets) - 1)
-	e.viewApplied(targets, next)
+	ap.Reached(len(targets) - 1)
+	e.ledger.ViewApplied(targets, next)
 	e.hj.Go(func() {
 		for _, s := range targets {
 			s.Refill()

@@ -57,8 +57,8 @@ func (e *Edge) onEvent(r string, ev *eventspb.Event) {
 	}
 	e.evMu.Lock()
 	e.evTimes = append(e.evTimes, eventTime{region: r, gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
-	if e.traced {
-		e.noteEventTrace(r, ev)
+	if e.spans.On() {
+		e.evTraces.Note(e.spans, r, ev, e.confirmedReflects)
 	}
 	e.evMu.Unlock()
 }
