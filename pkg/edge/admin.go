@@ -71,7 +71,7 @@ func (e *Edge) Sessions() []SessionInfo {
 func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 	ap := s.Served()
 	gen, regions := ap.Gen, ap.Regions
-	target := e.confirmedVector()
+	target := e.confirmed.vector()
 	if ap == cur {
 		gen = max(gen, e.confirmed.Load())
 		regions = target
@@ -88,19 +88,10 @@ func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 		Created: s.Created(), Tools: len(ap.Tools), Edge: e.opts.ID}
 }
 
-// confirmedVector is the regional vector of the confirmed state (nil on
-// one log).
-func (e *Edge) confirmedVector() region.Vector {
-	if p := e.confirmedRegions.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // View returns the summary of the served view.
 func (e *Edge) View() ViewInfo {
 	cur := e.current()
-	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmedVector(), Digest: cur.Catalog.Digest,
+	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmed.vector(), Digest: cur.Catalog.Digest,
 		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}}
 	for _, t := range cur.Catalog.Tools {
 		v.Tools = append(v.Tools, t.Exposed)

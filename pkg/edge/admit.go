@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
@@ -24,7 +25,7 @@ import (
 // request's facts, reads a POST's body within the gate's limit and under
 // the body deadline, asks the gate, and writes a refusal. Every request to
 // /mcp passes here first: the net/http handler (admitHTTP) and call lanes
-// (admitLane) alike.
+// (admitter.lane) alike.
 
 // admitter is the gate with what the edge adds to it: counts, rate-limited
 // logs and the refusal metric.
@@ -33,6 +34,13 @@ type admitter struct {
 	refused  *prometheus.CounterVec
 	logMu    sync.Mutex
 	logLimit *admission.LogLimiter
+
+	// Set by the edge: the sessions held (the session limits), the body
+	// deadline, the identity refusals metric and the log.
+	counts          func(ident string) (all, mine int)
+	bodyTimeout     time.Duration
+	identityRefused *prometheus.CounterVec
+	log             *zerolog.Logger
 }
 
 func newAdmitter(o *admission.Options, reg prometheus.Registerer) *admitter {
@@ -60,15 +68,15 @@ func tokenUserID(r *http.Request) string {
 
 // identity is the caller's identity: the go-sdk TokenInfo's UserID when
 // an auth middleware set one, else the Options.IdentityHeader value.
-func (e *Edge) identity(r *http.Request) string {
-	id, _ := e.adm.gate.Identity(r.Header, tokenUserID(r))
+func (a *admitter) identity(r *http.Request) string {
+	id, _ := a.gate.Identity(r.Header, tokenUserID(r))
 	return id
 }
 
-// gateRequest is the gate's view of r with its body (already read).
-func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
+// request is the gate's view of r with its body (already read).
+func (a *admitter) request(r *http.Request, body []byte, truncated bool) *admission.Request {
 	return &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated,
-		Counts: e.reg.Counts}
+		Counts: a.counts}
 }
 
 // admitHTTP runs the gate for a request of the net/http server. A POST's
@@ -82,7 +90,7 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 	// The bearer token first: an unauthenticated body is not read.
 	r, f := e.bearer.Authenticate(r)
 	if f != nil {
-		e.refuse(w, r, f)
+		e.adm.refuse(w, r, f)
 		return r, nil, false
 	}
 	var body []byte
@@ -98,7 +106,7 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			body, err = mcpwire.ReadBody(r.Body, e.adm.gate.BodyLimit(r.Header))
 			_ = rc.SetReadDeadline(time.Time{})
 			if err != nil && !errors.Is(err, mcpwire.ErrTooLarge) {
-				e.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
+				e.adm.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
 					Err: errBodyUnread})
 				return r, nil, false
 			}
@@ -108,20 +116,20 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			r.Body = direct.NewBody(body)
 		}
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
+	d := e.adm.gate.Admit(e.adm.request(r, body, truncated))
 	if d.Refusal != nil {
 		if rest != nil {
-			e.drain(w, rest)
+			e.adm.drain(w, rest)
 		}
-		e.refuse(w, r, d.Refusal)
+		e.adm.refuse(w, r, d.Refusal)
 		return r, nil, false
 	}
 	a = &admitted{body: d.Body, ident: d.Identity}
 	if wb, ok := r.Body.(*direct.Body); ok {
 		wb.Parsed = d.Body
 	}
-	if a.release, f = e.limitRequest(r, d.Identity, d.Body); f != nil {
-		e.refuse(w, r, f)
+	if a.release, f = e.limits.request(r, d.Identity, d.Body); f != nil {
+		e.adm.refuse(w, r, f)
 		return r, nil, false
 	}
 	return r.WithContext(context.WithValue(r.Context(), admittedKey{}, a)), a, true
@@ -157,53 +165,53 @@ func (a *admitted) done() {
 // writing it then reads the 413 instead of a reset connection. What is
 // left after that is cut with the connection (bandwidth, not memory: the
 // bytes are discarded as they come).
-func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
+func (a *admitter) drain(w http.ResponseWriter, rest io.Reader) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
-	_, _ = io.CopyN(io.Discard, rest, 2*e.adm.gate.Options().MaxBodyBytes)
+	_ = rc.SetReadDeadline(time.Now().Add(a.bodyTimeout))
+	_, _ = io.CopyN(io.Discard, rest, 2*a.gate.Options().MaxBodyBytes)
 	_ = rc.SetReadDeadline(time.Time{})
 }
 
-// admitLane runs the gate for a request read on a call lane (its body
+// lane runs the gate for a request read on a call lane (its body
 // read whole already). A refused request goes back to the server, whose
 // handler asks the gate again and writes the refusal.
 // Its token was verified already (bearer.Authenticator, on the head).
-func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
+func (a *admitter) lane(r *http.Request) (admission.Decision, bool) {
 	wb, _ := r.Body.(*direct.Body)
 	if wb == nil {
 		return admission.Decision{}, false
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, wb.Data, false))
+	d := a.gate.Admit(a.request(r, wb.Data, false))
 	wb.Parsed = d.Body
 	return d, d.Refusal == nil
 }
 
-// admitRebuild asks the gate whether a stored session may be rebuilt here
+// rebuild asks the gate whether a stored session may be rebuilt here
 // for identity ident (the session limits); nil when it may.
-func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
-	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: e.reg.Counts}
+func (a *admitter) rebuild(r *http.Request) *admission.Refusal {
+	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: a.counts}
 	if wb, ok := r.Body.(*direct.Body); ok {
 		req.Body = wb.Data
 	}
-	return e.adm.gate.Admit(req).Refusal
+	return a.gate.Admit(req).Refusal
 }
 
 // refuse writes f, counts it and logs it at most once a minute per client
 // address.
-func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
-	e.adm.refused.WithLabelValues(f.Reason).Inc()
+func (a *admitter) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
+	a.refused.WithLabelValues(f.Reason).Inc()
 	if f.Reason == admission.ReasonMissingIdentity {
-		e.m.refusals.WithLabelValues("missing_identity").Inc()
+		a.identityRefused.WithLabelValues("missing_identity").Inc()
 	}
 	host := r.RemoteAddr
 	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
 		host = host[:i]
 	}
-	e.adm.logMu.Lock()
-	logIt := e.adm.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
-	e.adm.logMu.Unlock()
+	a.logMu.Lock()
+	logIt := a.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
+	a.logMu.Unlock()
 	if logIt {
-		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
+		a.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
 			Msg("request refused (logged once a minute per client and reason)")
 	}
 	for k, v := range f.Header {

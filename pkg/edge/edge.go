@@ -23,185 +23,15 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/spans"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
-	"github.com/fleetgate/fleetgate/pkg/calltrail"
-	"github.com/fleetgate/fleetgate/pkg/catalog"
-	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
-
-// Options configure an Edge. A nil *Options means defaults.
-type Options struct {
-	// paths turns hand-written paths off, so that tests and benchmarks
-	// can compare them with the go-sdk's (unexported: not a setting).
-	paths pathSwitches
-	// ID is the edge instance id (logs, server info); default "edge".
-	ID string
-	// LogBySequence reads the regional logs of NewRegional by sequence,
-	// without consumers (an edge of the edge account: the fleet account
-	// offers it reads only). New takes a log attached as it should be.
-	LogBySequence bool
-	// Stdio is this edge's allow-list of stdio commands and the runner of
-	// its own instances of the stdio backends it serves (package stdio);
-	// nil: a stdio backend's calls are refused, naming why.
-	Stdio *stdio.Host
-	// Group is the backend group served; default "default".
-	Group string
-	// Separator joins backend and tool names; default "_". It must match
-	// the controller's aggregation.separator.
-	Separator string
-	// Listen is the MCP address (served at /mcp); default "127.0.0.1:8080".
-	// "127.0.0.1:0" picks a free port (see MCPURL).
-	Listen string
-	// AdminListen is the admin API address; default "127.0.0.1:8082".
-	AdminListen string
-	// Coalesce is the least time between two resync batches: the first
-	// change after a quiet period is applied at once, later ones within the
-	// window are applied together at its end. Default 250ms.
-	Coalesce time.Duration
-	// CallTimeout bounds each request forwarded to a backend; default 60s.
-	CallTimeout time.Duration
-	// ShutdownTimeout bounds the drain of in-flight calls; default 10s.
-	ShutdownTimeout time.Duration
-	// SessionTimeout closes sessions idle (no POST) for this long; 0 never.
-	SessionTimeout time.Duration
-	// BackendHTTPClient talks to backends; default a client without a
-	// timeout (a timeout would cut streams; CallTimeout bounds calls) whose
-	// transport makes plain-HTTP exchanges on the caller's goroutine
-	// (conntransport.go).
-	BackendHTTPClient *http.Client
-	// Logger receives the edge's logs; default none. Tool arguments are
-	// never logged.
-	Logger *zerolog.Logger
-	// Registry receives the edge's metrics; default a new registry.
-	Registry *prometheus.Registry
-	// Mode is ModePassthrough (default) or ModeOptimizer: only find_tool,
-	// call_tool and the pinned tools are advertised, and find_tool
-	// searches an index of the view (see the package doc).
-	Mode string
-	// PinnedTools are exposed tool names an optimizer edge advertises next
-	// to the meta-tools, and notifies changes of (the config's
-	// pinned_tools). Ignored in passthrough mode.
-	PinnedTools []string
-	// IdentityHeader names a request header carrying the caller's identity
-	// (set by a trusted proxy), e.g. X-Fleetgate-User; "" means none. A
-	// session is bound to the identity that created it (a go-sdk
-	// TokenInfo.UserID takes precedence when an auth middleware sets one);
-	// with a header configured, a request without it is refused (401).
-	IdentityHeader string
-	// Auth makes the edge an OAuth 2.1 resource server: every request needs
-	// a bearer token (nil: none). It excludes IdentityHeader.
-	Auth *AuthOptions
-	// AdminToken, when set, is the bearer token every admin request but
-	// /healthz and /readyz needs (401 otherwise); AdminAllowedHosts are the
-	// Host values the admin API answers besides loopback names with its
-	// port (403 otherwise: no DNS rebinding).
-	AdminToken        []byte
-	AdminAllowedHosts []string
-	// Records stores sessions in NATS KV so that they continue on another
-	// edge; nil keeps them on this edge only. See recording.go.
-	Records *RecordOptions
-	// CallTrail receives every tools/call; nil records none. The edge runs
-	// it and drains it after its last call.
-	CallTrail *calltrail.Trail
-
-	// Limits of the admission gate (package admission; zero fields take
-	// its defaults): request body and initialize sizes, sessions per edge
-	// and per identity. IdentityHeader above is the gate's too.
-	Limits admission.Options
-	// SessionIdleTimeout ends a session without a request for this long,
-	// with or without Records; default 30m, negative never.
-	SessionIdleTimeout time.Duration
-	// HeaderTimeout bounds the reading of a request's head (default 10s),
-	// BodyTimeout the reading of a POST's body (default 30s), and
-	// IdleTimeout a keep-alive connection (call lanes included) waiting
-	// for its next request (default 2m).
-	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
-	// MaxBackendResponse bounds a backend's response body, or one event of
-	// an event stream; default DefaultMaxBackendResponse (16 MiB).
-	MaxBackendResponse int64
-	// MaxConnections caps the open MCP connections (default 16384): one
-	// more is answered 503 and closed at once.
-	MaxConnections int
-	// TracerProvider receives the edge's spans (trace.go); nil: the global
-	// one (package tracing installs it), a no-op unless tracing is on.
-	TracerProvider trace.TracerProvider
-}
-
-// DefaultMaxBackendResponse is Options.MaxBackendResponse's default.
-const DefaultMaxBackendResponse = backend.DefaultMaxResponse
-
-// pathSwitches turn the edge's own paths off; each exists only so that a
-// test or a benchmark can compare that path with what it replaces.
-type pathSwitches struct {
-	noLanes        bool // call lanes: every request is left to net/http
-	noListEvidence bool // the tools/list convergence bookkeeping (its cost)
-	goSDKListen    bool // every subscriptions/listen stream to the go-sdk
-	goSDKStateless bool // every 2026-07-28 tools/call to the go-sdk
-}
-
-func (o *Options) withDefaults() Options {
-	var c Options
-	if o != nil {
-		c = *o
-	}
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	def(&c.ID, "edge")
-	def(&c.Group, "default")
-	def(&c.Separator, catalog.DefaultSeparator)
-	def(&c.Listen, "127.0.0.1:8080")
-	def(&c.AdminListen, "127.0.0.1:8082")
-	def(&c.Mode, ModePassthrough)
-	if c.Coalesce == 0 {
-		c.Coalesce = 250 * time.Millisecond
-	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = 60 * time.Second
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 10 * time.Second
-	}
-	durDef := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	durDef(&c.SessionIdleTimeout, 30*time.Minute)
-	durDef(&c.HeaderTimeout, 10*time.Second)
-	durDef(&c.BodyTimeout, 30*time.Second)
-	durDef(&c.IdleTimeout, 2*time.Minute)
-	if c.MaxConnections == 0 {
-		c.MaxConnections = 16384
-	}
-	c.Limits.IdentityHeader = c.IdentityHeader
-	if c.Mode == ModeOptimizer { // its call_tool's budget is the tool's it names
-		c.Limits.MetaCallTool = CallToolName
-	}
-	if c.BackendHTTPClient == nil {
-		c.BackendHTTPClient = &http.Client{Transport: h1.NewTransport(http.DefaultTransport.(*http.Transport).Clone())}
-	}
-	if c.Logger == nil {
-		nop := zerolog.Nop()
-		c.Logger = &nop
-	}
-	if c.Registry == nil {
-		c.Registry = prometheus.NewRegistry()
-	}
-	return c
-}
 
 // Edge is a passthrough MCP edge: it follows the event log, serves the view
 // of its group on /mcp and forwards calls to the backends.
@@ -236,14 +66,11 @@ type Edge struct {
 
 	empty    *view.Served
 	backends atomic.Pointer[map[string]events.BackendConfig]
-	// confirmed is the last generation at which the served view was found
-	// current (it may be newer than the view's own generation).
-	confirmed atomic.Uint64
-	// confirmedRegions is, on merged regional logs, the vector of the state
-	// confirmed names (nil on one log).
-	confirmedRegions atomic.Pointer[map[string]uint64]
-	ready            atomic.Bool
-	spans            *spans.Tracer
+	// confirmed is the last state at which the served view was found
+	// current (its generation may be newer than the view's own).
+	confirmed confirmation
+	ready     atomic.Bool
+	spans     *spans.Tracer
 
 	adm *admitter // the admission gate (admit.go)
 
@@ -299,6 +126,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	}
 	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
 		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
+	e.adm.counts, e.adm.bodyTimeout, e.adm.identityRefused, e.adm.log = e.reg.Counts, opts.BodyTimeout, e.m.refusals, &e.log
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
@@ -338,8 +166,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 func (e *Edge) wire() {
 	opts := &e.opts
 	e.ledger = ledger.New(&ledger.Options{Edge: opts.ID, Group: opts.Group, Mode: opts.Mode, Optimizer: opts.Mode == ModeOptimizer,
-		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed,
-		ConfirmedRegions: &e.confirmedRegions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
+		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed.gen,
+		ConfirmedRegions: &e.confirmed.regions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
 		Log: e.log, Registry: opts.Registry})
 	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, Pool: e.pool,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
@@ -366,11 +194,11 @@ func (e *Edge) wire() {
 		}})
 	e.shared = e.servers.Shared()
 	e.answers = direct.New(direct.Options{Calls: e.calls, Sessions: e.reg, Hijacks: e.hj, Shared: e.shared, Impl: impl,
-		Identity: e.identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
+		Identity: e.adm.identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
 		GoSDKStateless: opts.paths.goSDKStateless})
 	e.rebuilder = rebuild.New(rebuild.Options{Group: opts.Group, IdentityHeader: opts.IdentityHeader,
 		MaxInitializeBytes: e.adm.gate.Options().MaxInitializeBytes, Sessions: e.reg, Records: e.recs, Ledger: e.ledger,
-		Identity: e.identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
+		Identity: e.adm.identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
 	e.reg.Open(e.shared)
 }
 
@@ -480,15 +308,6 @@ func (e *Edge) shutdown(srv *http.Server) {
 	closing.Wait()
 	e.pool.CloseAll()
 }
-
-// RecordOptions configure the shared session records that let a session
-// continue on another edge (see the package doc, "Sessions across edges",
-// and package records).
-type RecordOptions = records.Options
-
-// AuthOptions make the edge an OAuth 2.1 resource server (Options.Auth;
-// package bearer).
-type AuthOptions = bearer.Options
 
 // startRecords starts the record writer and the call trail; the returned
 // function, called after the sessions were closed, writes the last

@@ -21,7 +21,7 @@ func (l edgeForLanes) Authenticate(r *http.Request) (*http.Request, *admission.R
 }
 
 func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Request) bool, func(), *admission.Refusal) {
-	d, ok := l.e.admitLane(r)
+	d, ok := l.e.adm.lane(r)
 	if !ok {
 		return nil, nil, nil // refused: the server's handler answers it
 	}
@@ -29,7 +29,7 @@ func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Re
 	if answer == nil {
 		return nil, nil, nil
 	}
-	release, f := l.e.limitRequest(r, d.Identity, d.Body)
+	release, f := l.e.limits.request(r, d.Identity, d.Body)
 	if f != nil {
 		return nil, noRelease, f
 	}
@@ -37,7 +37,7 @@ func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Re
 }
 
 func (l edgeForLanes) Refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
-	l.e.refuse(w, r, f)
+	l.e.adm.refuse(w, r, f)
 }
 
 func (l edgeForLanes) Posting(delta int64) { l.e.posting.Add(delta) }

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,7 +59,7 @@ func (e *Edge) onEvent(r string, ev *eventspb.Event) {
 	e.evMu.Lock()
 	e.evTimes = append(e.evTimes, eventTime{region: r, gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
 	if e.spans.On() {
-		e.evTraces.Note(e.spans, r, ev, e.confirmedReflects)
+		e.evTraces.Note(e.spans, r, ev, e.confirmed.reflects)
 	}
 	e.evMu.Unlock()
 }
@@ -98,18 +99,36 @@ func (e *Edge) takeEventTime(st *events.State) time.Time {
 func (e *Edge) confirm(st *events.State) {
 	if st.Regions != nil {
 		v := st.Regions
-		e.confirmedRegions.Store(&v)
+		e.confirmed.regions.Store(&v)
 	}
-	e.confirmed.Store(st.Generation)
+	e.confirmed.gen.Store(st.Generation)
 	e.m.applied.Set(float64(st.Generation))
 }
 
-// confirmedReflects reports whether the confirmed state includes
-// generation g of region r's log.
-func (e *Edge) confirmedReflects(r string, g uint64) bool {
+// confirmation is the state at which the served view was last found
+// current: its generation and, on merged regional logs, its vector.
+type confirmation struct {
+	gen     atomic.Uint64
+	regions atomic.Pointer[map[string]uint64] // nil on one log
+}
+
+// Load is the confirmed generation.
+func (c *confirmation) Load() uint64 { return c.gen.Load() }
+
+// vector is the regional vector of the confirmed state (nil on one log).
+func (c *confirmation) vector() region.Vector {
+	if p := c.regions.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// reflects reports whether the confirmed state includes generation g of
+// region r's log.
+func (c *confirmation) reflects(r string, g uint64) bool {
 	var regions map[string]uint64
-	if p := e.confirmedRegions.Load(); p != nil {
+	if p := c.regions.Load(); p != nil {
 		regions = *p
 	}
-	return reflects(e.confirmed.Load(), regions, r, g)
+	return reflects(c.gen.Load(), regions, r, g)
 }

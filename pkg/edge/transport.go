@@ -100,8 +100,8 @@ func (e *Edge) serveListen(h http.Handler, w http.ResponseWriter, r *http.Reques
 // postStateless answers a 2026-07-28 tools/call with
 // Answers.StatelessCall. One
 // answered on a connection that may become a call lane is not written:
-// postStateless returns its response, counted in e.posting, for runLane
-// (as Edge.post).
+// postStateless returns its response, counted in e.posting, for the lane
+// (lane.Server.Run), as serveHeld does.
 func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte) (lw *lane.Writer, answered bool) {
 	if !e.lanes.Eligible(r) {
 		if answered = e.answers.StatelessCall(w, r, body); answered {

@@ -29,7 +29,7 @@ import (
 // Anything else is left to the go-sdk, which then gets r unchanged (its
 // body readable again) and SessionCall reports false: other methods, batches,
 // requests with _meta (progress tokens), sessions whose client may be
-// asked something during a call or set a log level (relay.go), members
+// asked something during a call or set a log level (package calls relays), members
 // the go-sdk would reject,
 // headers it would refuse, an optimizer edge (its meta-tools), and edges
 // with Options.SessionTimeout (the go-sdk's idle timer is renewed only by

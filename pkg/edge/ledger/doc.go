@@ -7,6 +7,23 @@
 // session adopts. The record itself and its transitions are package
 // evidence's; the write and the bucket are package records'.
 //
+// A session's convergence.Record holds the negotiated protocol version
+// (from the InitializeResult), whether the client declared listChanged
+// (MCP 2025-11-25 has no such client capability: a tools.listChanged in
+// its capabilities or experimental capabilities counts, and so does
+// opening the standalone GET stream, the only channel a list_changed can
+// reach it on) and whether the server advertised it, the last change
+// signal actually delivered, every tools/list page served (its
+// definitions as the view holds them, digested with catalog.Digest) and
+// the current digest of each applied view.
+//
+// A record's registry digest is the tool list the client is known to
+// hold: the one its last list_changed announced or its last complete
+// traversal served. When it differs from what a rebuilding edge serves,
+// a list_changed is owed (Adopt). More generally, a list_changed that
+// could not be delivered stays pending rather than lost, and a complete
+// tools/list of the current view settles it.
+//
 // What a session was served is digested once per served value: the
 // catalog digest of its tools as served (the definitions the view holds),
 // which a traversal that returned exactly them reuses. An optimizer edge
