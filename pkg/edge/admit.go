@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
@@ -25,7 +24,7 @@ import (
 // request's facts, reads a POST's body within the gate's limit and under
 // the body deadline, asks the gate, and writes a refusal. Every request to
 // /mcp passes here first: the net/http handler (admitHTTP) and call lanes
-// (admitter.lane) alike.
+// (admitLane) alike.
 
 // admitter is the gate with what the edge adds to it: counts, rate-limited
 // logs and the refusal metric.
@@ -34,13 +33,6 @@ type admitter struct {
 	refused  *prometheus.CounterVec
 	logMu    sync.Mutex
 	logLimit *admission.LogLimiter
-
-	// Set by the edge: the sessions held (the session limits), the body
-	// deadline, the identity refusals metric and the log.
-	counts          func(ident string) (all, mine int)
-	bodyTimeout     time.Duration
-	identityRefused *prometheus.CounterVec
-	log             *zerolog.Logger
 }
 
 func newAdmitter(o *admission.Options, reg prometheus.Registerer) *admitter {
@@ -66,22 +58,15 @@ func tokenUserID(r *http.Request) string {
 	return ""
 }
 
-// identity is the caller's identity: the go-sdk TokenInfo's UserID when
-// an auth middleware set one, else the Options.IdentityHeader value.
-func (a *admitter) identity(r *http.Request) string {
-	id, _ := a.gate.Identity(r.Header, tokenUserID(r))
-	return id
-}
-
-// request is the gate's view of r with its body (already read).
-func (a *admitter) request(r *http.Request, body []byte, truncated bool) *admission.Request {
+// gateRequest is the gate's view of r with its body (already read).
+func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
 	return &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated,
-		Counts: a.counts}
+		Counts: e.reg.Counts}
 }
 
 // admitHTTP runs the gate for a request of the net/http server. A POST's
 // body is read whole (within the gate's limit, under the body deadline)
-// and left in r.Body as a direct.Body, so that no one reads it twice. It
+// and left in r.Body as a wholeBody, so that no one reads it twice. It
 // reports false after writing the refusal.
 // The request's admitted value (on its context) holds the concurrent call
 // slots the request holds (tools/call under a concurrency limit) until
@@ -90,15 +75,15 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 	// The bearer token first: an unauthenticated body is not read.
 	r, f := e.bearer.Authenticate(r)
 	if f != nil {
-		e.adm.refuse(w, r, f)
+		e.refuse(w, r, f)
 		return r, nil, false
 	}
 	var body []byte
 	var rest io.Reader // the unread part of a body over the limit
 	truncated := false
 	if r.Method == http.MethodPost {
-		if wb, ok := r.Body.(*direct.Body); ok {
-			body = wb.Data
+		if wb, ok := r.Body.(*wholeBody); ok {
+			body = wb.data
 		} else {
 			rc := http.NewResponseController(w)
 			_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
@@ -106,30 +91,30 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			body, err = mcpwire.ReadBody(r.Body, e.adm.gate.BodyLimit(r.Header))
 			_ = rc.SetReadDeadline(time.Time{})
 			if err != nil && !errors.Is(err, mcpwire.ErrTooLarge) {
-				e.adm.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
+				e.refuse(w, r, &admission.Refusal{Status: http.StatusBadRequest, Reason: "body_unread",
 					Err: errBodyUnread})
 				return r, nil, false
 			}
 			if truncated = err != nil; truncated {
 				rest = r.Body
 			}
-			r.Body = direct.NewBody(body)
+			r.Body = newWholeBody(body)
 		}
 	}
-	d := e.adm.gate.Admit(e.adm.request(r, body, truncated))
+	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
 	if d.Refusal != nil {
 		if rest != nil {
-			e.adm.drain(w, rest)
+			e.drain(w, rest)
 		}
-		e.adm.refuse(w, r, d.Refusal)
+		e.refuse(w, r, d.Refusal)
 		return r, nil, false
 	}
 	a = &admitted{body: d.Body, ident: d.Identity}
-	if wb, ok := r.Body.(*direct.Body); ok {
-		wb.Parsed = d.Body
+	if wb, ok := r.Body.(*wholeBody); ok {
+		wb.parsed = d.Body
 	}
-	if a.release, f = e.limits.request(r, d.Identity, d.Body); f != nil {
-		e.adm.refuse(w, r, f)
+	if a.release, f = e.limitRequest(r, d.Identity, d.Body); f != nil {
+		e.refuse(w, r, f)
 		return r, nil, false
 	}
 	return r.WithContext(context.WithValue(r.Context(), admittedKey{}, a)), a, true
@@ -165,53 +150,53 @@ func (a *admitted) done() {
 // writing it then reads the 413 instead of a reset connection. What is
 // left after that is cut with the connection (bandwidth, not memory: the
 // bytes are discarded as they come).
-func (a *admitter) drain(w http.ResponseWriter, rest io.Reader) {
+func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(a.bodyTimeout))
-	_, _ = io.CopyN(io.Discard, rest, 2*a.gate.Options().MaxBodyBytes)
+	_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
+	_, _ = io.CopyN(io.Discard, rest, 2*e.adm.gate.Options().MaxBodyBytes)
 	_ = rc.SetReadDeadline(time.Time{})
 }
 
-// lane runs the gate for a request read on a call lane (its body
+// admitLane runs the gate for a request read on a call lane (its body
 // read whole already). A refused request goes back to the server, whose
 // handler asks the gate again and writes the refusal.
 // Its token was verified already (bearer.Authenticator, on the head).
-func (a *admitter) lane(r *http.Request) (admission.Decision, bool) {
-	wb, _ := r.Body.(*direct.Body)
+func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
+	wb, _ := r.Body.(*wholeBody)
 	if wb == nil {
 		return admission.Decision{}, false
 	}
-	d := a.gate.Admit(a.request(r, wb.Data, false))
-	wb.Parsed = d.Body
+	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false))
+	wb.parsed = d.Body
 	return d, d.Refusal == nil
 }
 
-// rebuild asks the gate whether a stored session may be rebuilt here
+// admitRebuild asks the gate whether a stored session may be rebuilt here
 // for identity ident (the session limits); nil when it may.
-func (a *admitter) rebuild(r *http.Request) *admission.Refusal {
-	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: a.counts}
-	if wb, ok := r.Body.(*direct.Body); ok {
-		req.Body = wb.Data
+func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
+	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: e.reg.Counts}
+	if wb, ok := r.Body.(*wholeBody); ok {
+		req.Body = wb.data
 	}
-	return a.gate.Admit(req).Refusal
+	return e.adm.gate.Admit(req).Refusal
 }
 
 // refuse writes f, counts it and logs it at most once a minute per client
 // address.
-func (a *admitter) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
-	a.refused.WithLabelValues(f.Reason).Inc()
+func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
+	e.adm.refused.WithLabelValues(f.Reason).Inc()
 	if f.Reason == admission.ReasonMissingIdentity {
-		a.identityRefused.WithLabelValues("missing_identity").Inc()
+		e.m.refusals.WithLabelValues("missing_identity").Inc()
 	}
 	host := r.RemoteAddr
 	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
 		host = host[:i]
 	}
-	a.logMu.Lock()
-	logIt := a.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
-	a.logMu.Unlock()
+	e.adm.logMu.Lock()
+	logIt := e.adm.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
+	e.adm.logMu.Unlock()
 	if logIt {
-		a.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
+		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
 			Msg("request refused (logged once a minute per client and reason)")
 	}
 	for k, v := range f.Header {
@@ -248,3 +233,32 @@ func (a *admitter) refuse(w http.ResponseWriter, r *http.Request, f *admission.R
 // errBodyUnread: a POST whose body could not be read (cut short, or
 // slower than the body deadline).
 var errBodyUnread = errors.New("request body not read (cut short or too slow)")
+
+// wholeBody is a request body read whole (by the gate, or by a call lane),
+// with the gate's parse of it once admitted (a direct.Body).
+type wholeBody struct {
+	*bytes.Reader
+	data   []byte
+	parsed *admission.Body
+}
+
+func newWholeBody(b []byte) *wholeBody { return &wholeBody{Reader: bytes.NewReader(b), data: b} }
+
+// Again is the same body, unread.
+func (wb *wholeBody) Again() io.ReadCloser {
+	return &wholeBody{Reader: bytes.NewReader(wb.data), data: wb.data, parsed: wb.parsed}
+}
+
+// Bytes is the body.
+func (wb *wholeBody) Bytes() []byte { return wb.data }
+
+// Message is the body's one message as the gate parsed it; false for a
+// batch or a body the gate did not parse.
+func (wb *wholeBody) Message() (*admission.Message, bool) {
+	return wb.parsed.Single()
+}
+
+func (*wholeBody) Close() error { return nil }
+
+// wholeBody is what the edge's own answers read (package direct).
+var _ direct.Body = (*wholeBody)(nil)

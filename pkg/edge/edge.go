@@ -79,10 +79,7 @@ type Edge struct {
 	reg    *session.Registry
 	shared *session.Session
 
-	evMu      sync.Mutex
-	evTimes   []eventTime  // events of the group not yet in a batch
-	evTraces  spans.Events // their trace contexts, when traced
-	lastGroup *events.Group
+	notes eventNotes // of the group's events, between two batches (source.go)
 
 	// hj owns what runs off the request goroutines: taken-over streams,
 	// call lanes, session closes; Run waits for it last.
@@ -90,12 +87,6 @@ type Edge struct {
 
 	// lanes serves call lanes (package lane).
 	lanes *lane.Server
-}
-
-type eventTime struct {
-	region string // "" on a single log
-	gen    uint64
-	at     time.Time
 }
 
 // New returns an edge reading log. It binds its listeners at once (so that
@@ -126,7 +117,6 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	}
 	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
 		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
-	e.adm.counts, e.adm.bodyTimeout, e.adm.identityRefused, e.adm.log = e.reg.Counts, opts.BodyTimeout, e.m.refusals, &e.log
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
@@ -193,12 +183,16 @@ func (e *Edge) wire() {
 			Completions: &mcp.CompletionCapabilities{},
 		}})
 	e.shared = e.servers.Shared()
+	identity := func(r *http.Request) string { // the gate's
+		id, _ := e.adm.gate.Identity(r.Header, tokenUserID(r))
+		return id
+	}
 	e.answers = direct.New(direct.Options{Calls: e.calls, Sessions: e.reg, Hijacks: e.hj, Shared: e.shared, Impl: impl,
-		Identity: e.adm.identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
+		Identity: identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
 		GoSDKStateless: opts.paths.goSDKStateless})
 	e.rebuilder = rebuild.New(rebuild.Options{Group: opts.Group, IdentityHeader: opts.IdentityHeader,
 		MaxInitializeBytes: e.adm.gate.Options().MaxInitializeBytes, Sessions: e.reg, Records: e.recs, Ledger: e.ledger,
-		Identity: e.adm.identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
+		Identity: identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
 	e.reg.Open(e.shared)
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
-	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 )
 
@@ -21,15 +20,15 @@ func (l edgeForLanes) Authenticate(r *http.Request) (*http.Request, *admission.R
 }
 
 func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Request) bool, func(), *admission.Refusal) {
-	d, ok := l.e.adm.lane(r)
+	d, ok := l.e.admitLane(r)
 	if !ok {
 		return nil, nil, nil // refused: the server's handler answers it
 	}
-	answer := l.e.laneAnswer(r, d)
+	answer := l.answer(r, d)
 	if answer == nil {
 		return nil, nil, nil
 	}
-	release, f := l.e.limits.request(r, d.Identity, d.Body)
+	release, f := l.e.limitRequest(r, d.Identity, d.Body)
 	if f != nil {
 		return nil, noRelease, f
 	}
@@ -37,22 +36,23 @@ func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Re
 }
 
 func (l edgeForLanes) Refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
-	l.e.adm.refuse(w, r, f)
+	l.e.refuse(w, r, f)
 }
 
 func (l edgeForLanes) Posting(delta int64) { l.e.posting.Add(delta) }
 
-func (l edgeForLanes) Body(b []byte) io.ReadCloser { return direct.NewBody(b) }
+func (l edgeForLanes) Body(b []byte) io.ReadCloser { return newWholeBody(b) }
 
 func (l edgeForLanes) CallContext(from, ctx context.Context) context.Context {
 	return bearer.Carry(from, ctx)
 }
 
-// laneAnswer returns what answers a lane request admitted as d: the
+// answer returns what answers a lane request admitted as d: the
 // request's route, when a lane serves it (dispatch.Lane), by the same
 // facts the server's handler gathers; nil sends the request back to the
 // server, which routes it again.
-func (e *Edge) laneAnswer(r *http.Request, d admission.Decision) func(http.ResponseWriter, *http.Request) bool {
+func (l edgeForLanes) answer(r *http.Request, d admission.Decision) func(http.ResponseWriter, *http.Request) bool {
+	e := l.e
 	if !e.lanes.Keeps(r) {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (e *Edge) laneAnswer(r *http.Request, d admission.Decision) func(http.Respo
 	case dispatch.StatelessCall:
 		e.routes.seen(k, true)
 		return func(w http.ResponseWriter, r *http.Request) bool {
-			return e.answers.StatelessCall(w, r, r.Body.(*direct.Body).Data)
+			return e.answers.StatelessCall(w, r, r.Body.(*wholeBody).data)
 		}
 	case dispatch.Call:
 		e.routes.seen(k, true)

@@ -80,21 +80,21 @@ func limitName(reason string) string {
 // noRelease is the release of a request that holds no call slot.
 func noRelease() {}
 
-// request applies, to each message of body (the gate's parse of a
+// limitRequest applies, to each message of body (the gate's parse of a
 // POST's body; nil for other requests) of identity ident, the identity's
 // request rate, and to each tools/call the tool's budget and a concurrent
 // call slot. A batch is decided message by message and refused whole when
 // one of its messages is. release gives the slots back once the response
 // is written; it is to be called exactly once.
-func (m *limits) request(r *http.Request, ident string, body *admission.Body) (release func(), f *admission.Refusal) {
+func (e *Edge) limitRequest(r *http.Request, ident string, body *admission.Body) (release func(), f *admission.Refusal) {
 	now := time.Now()
 	n := 1
 	if body != nil && len(body.Messages) > 1 {
 		n = len(body.Messages)
 	}
 	for range n {
-		if d := m.l.Request(now, ident); !d.Allowed {
-			return noRelease, m.refusal(d)
+		if d := e.limits.l.Request(now, ident); !d.Allowed {
+			return noRelease, e.limits.refusal(d)
 		}
 	}
 	if body == nil || r.Method != http.MethodPost {
@@ -107,19 +107,19 @@ func (m *limits) request(r *http.Request, ident string, body *admission.Body) (r
 		}
 	}
 	for i := range body.Messages {
-		msg := &body.Messages[i]
-		if msg.Method != "tools/call" || msg.ID == nil {
+		m := &body.Messages[i]
+		if m.Method != "tools/call" || m.ID == nil {
 			continue
 		}
-		name := msg.Tool
-		if msg.MetaTool != "" {
-			name = msg.MetaTool
+		name := m.Tool
+		if m.MetaTool != "" {
+			name = m.MetaTool
 		}
-		d, rel := m.l.Call(now, ident, name)
+		d, rel := e.limits.l.Call(now, ident, name)
 		if !d.Allowed {
 			rel()
 			releaseAll()
-			return noRelease, m.refusal(d)
+			return noRelease, e.limits.refusal(d)
 		}
 		held = append(held, rel)
 	}

@@ -70,9 +70,7 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 // withdraws reports whether st takes away (down or removed) a backend of
 // the served group that the last applied state advertised.
 func (e *Edge) withdraws(st *events.State) bool {
-	e.evMu.Lock()
-	prev := e.lastGroup
-	e.evMu.Unlock()
+	prev := e.notes.last()
 	if prev == nil {
 		return false
 	}
@@ -95,24 +93,16 @@ func (e *Edge) withdraws(st *events.State) bool {
 // every session. It reports whether the view changed.
 func (e *Edge) resync(st *events.State) bool {
 	ap := e.spans.StartBatch() // nil untraced
-	defer ap.End(st.Generation, func() (trace.SpanContext, []trace.Link) {
-		e.evMu.Lock()
-		defer e.evMu.Unlock()
-		return e.evTraces.Take(func(r string, g uint64) bool { return reflects(st.Generation, st.Regions, r, g) })
-	})
+	defer ap.End(st.Generation, func() (trace.SpanContext, []trace.Link) { return e.notes.takeTraces(st) })
 	g := st.Group(e.opts.Group)
 	// The tool policy of the state is in force before its view is served:
 	// a batch that adds a tool and hides it never serves it meanwhile.
 	e.applyPolicy(st.Policy(), time.Now())
-	defer e.confirm(st)
-	e.evMu.Lock()
-	same := g == e.lastGroup && e.lastGroup != nil
-	e.lastGroup = g
-	e.evMu.Unlock()
-	if same {
+	defer e.confirmed.store(st, e.m.applied)
+	if e.notes.swap(g) {
 		// The group's backends are unchanged (State shares untouched
 		// groups), so the view is too.
-		e.takeEventTime(st)
+		e.notes.takeTime(st)
 		return false
 	}
 	prev := e.current()
@@ -128,7 +118,7 @@ func (e *Edge) resync(st *events.State) bool {
 		e.log.Error().Str("definition", d).Msg("definition refused by the go-sdk; not served")
 	}
 	ch := view.Between(prev, next)
-	at := e.takeEventTime(st)
+	at := e.notes.takeTime(st)
 	if ch.None() {
 		return false
 	}

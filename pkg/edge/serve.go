@@ -204,8 +204,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // rebuild rebuilds the session r names, held by another edge, from its
 // stored record; nil when it answered r instead.
 func (e *Edge) rebuild(stateful http.Handler, w http.ResponseWriter, r *http.Request, a *admitted) *session.Session {
-	if f := e.adm.rebuild(r); f != nil {
-		e.adm.refuse(w, r, f)
+	if f := e.admitRebuild(r); f != nil {
+		e.refuse(w, r, f)
 		return nil
 	}
 	sid := r.Header.Get("Mcp-Session-Id")

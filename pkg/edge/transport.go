@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"net/http"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -71,8 +70,8 @@ func (e *Edge) initialize(h http.Handler, w http.ResponseWriter, r *http.Request
 // (package direct), or leaves it to the go-sdk when it is of another
 // form than the one answered there.
 func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	wb := r.Body.(*direct.Body) // the gate read it whole
-	lw, answered := e.postStateless(w, r, wb.Data)
+	wb := r.Body.(*wholeBody) // the gate read it whole
+	lw, answered := e.postStateless(w, r, wb.data)
 	if lw != nil {
 		e.lanes.Run(w, r, lw, admittedOf(r).done)
 	}
@@ -87,7 +86,7 @@ func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http
 // own (edge, and the request of the edge's form) or a go-sdk session
 // server of its own for as long as it is open.
 func (e *Edge) serveListen(h http.Handler, w http.ResponseWriter, r *http.Request, edge bool, ident string) {
-	if edge && e.answers.Listen(w, r, r.Body.(*direct.Body).Data) {
+	if edge && e.answers.Listen(w, r, r.Body.(*wholeBody).data) {
 		return
 	}
 	hd := &sessionserver.Holder{ID: "listen-" + rand.Text(), Kind: session.KindListen, Protocol: r.Header.Get("Mcp-Protocol-Version"), Ident: ident}

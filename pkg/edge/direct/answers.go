@@ -1,8 +1,8 @@
 package direct
 
 import (
-	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -14,8 +14,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 )
 
-// Options configure Answers; Calls, Sessions, Hijacks, Shared, Impl and
-// Identity are required.
+// Options configure Answers; all but the switches and Open are required.
 type Options struct {
 	Calls    *calls.Plane
 	Sessions *session.Registry
@@ -38,6 +37,9 @@ type Options struct {
 	// GoSDKStateless leaves every 2026-07-28 tools/call to the go-sdk (a
 	// test or benchmark compares the two).
 	GoSDKStateless bool
+	// Open registers s, the listen session request r made (nil:
+	// Sessions.Open).
+	Open func(r *http.Request, s *session.Session)
 }
 
 // Answers answers the requests of the forms above without the go-sdk.
@@ -48,32 +50,23 @@ type Answers struct {
 
 // New returns the Answers of o.
 func New(o Options) *Answers {
+	if o.Open == nil {
+		o.Open = func(_ *http.Request, s *session.Session) { o.Sessions.Open(s) }
+	}
 	a := &Answers{o: o}
 	a.implJSON, _ = json.Marshal(o.Impl) // strings only: it encodes
 	return a
 }
 
-// Body is a request body read whole (by the admission gate, or by a call
-// lane), with the gate's parse of it once admitted.
-type Body struct {
-	*bytes.Reader
-	Data   []byte
-	Parsed *admission.Body
+// Body is a request body the admission gate read whole and parsed (the
+// edge's): an answer reads it, and leaves it unread again (Again) for
+// the go-sdk when it leaves the request to it.
+type Body interface {
+	io.ReadCloser
+	// Bytes is the body; Message its one message as the gate parsed it
+	// (false for a batch or a body the gate did not parse).
+	Bytes() []byte
+	Message() (*admission.Message, bool)
+	// Again is the same body, unread.
+	Again() io.ReadCloser
 }
-
-// NewBody is b as a request body.
-func NewBody(b []byte) *Body { return &Body{Reader: bytes.NewReader(b), Data: b} }
-
-// Again is the same body, unread.
-func (wb *Body) Again() *Body {
-	return &Body{Reader: bytes.NewReader(wb.Data), Data: wb.Data, Parsed: wb.Parsed}
-}
-
-// Message is the body's one message as the gate parsed it; false for a
-// batch or a body the gate did not parse.
-func (wb *Body) Message() (*admission.Message, bool) {
-	return wb.Parsed.Single()
-}
-
-// Close does nothing: the body is in memory.
-func (*Body) Close() error { return nil }

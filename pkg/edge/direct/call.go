@@ -40,7 +40,7 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
 		return false
 	}
-	wb, ok := r.Body.(*Body) // read whole and parsed by the gate
+	wb, ok := r.Body.(Body) // read whole and parsed by the gate
 	if !ok {
 		return false
 	}

@@ -23,7 +23,7 @@
 // parsers of package fastpath; anything they do not recognise exactly is
 // left to the go-sdk: the answer then reports false, has written nothing,
 // and the request's Body is readable again. The admission gate reads each
-// body whole into a Body, which carries its parse.
+// body whole, and parses it, into a Body.
 //
 //	a := direct.New(direct.Options{Calls: plane, Sessions: reg, Hijacks: hj, Shared: shared, ...})
 //	if !a.SessionCall(w, r, s) { stateful.ServeHTTP(w, r) }

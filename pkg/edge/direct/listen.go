@@ -78,7 +78,7 @@ func (a *Answers) Listen(w http.ResponseWriter, r *http.Request, body []byte) bo
 	s := a.o.Sessions.New("listen-"+rand.Text(), session.KindListen, admission.FirstNewProtocol, ident)
 	s.Listen(lr.Subs)
 	s.SetSubject(a.o.Calls.Subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
-	a.o.Sessions.Open(s)
+	a.o.Open(r, s)
 	if !s.Attach(conn, append(session.StreamHead(), ack...), frames) {
 		a.o.Sessions.Forget(s) // refused: the edge is shutting down
 	}

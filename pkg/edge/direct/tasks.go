@@ -81,11 +81,11 @@ func (a *Answers) Task(w http.ResponseWriter, r *http.Request, s *session.Sessio
 	if s.Kind() != session.KindSession || !a.o.Passthrough || s.Flags()&session.FlagInitialized == 0 {
 		return false
 	}
-	wb, ok := r.Body.(*Body)
+	wb, ok := r.Body.(Body)
 	if !ok {
 		return false
 	}
-	m, params, ok := taskRequest(wb.Data)
+	m, params, ok := taskRequest(wb.Bytes())
 	if !ok {
 		return false
 	}

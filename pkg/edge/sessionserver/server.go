@@ -27,7 +27,7 @@ type Evidence interface {
 	LevelSet(s *session.Session, level string)
 }
 
-// Options configure Servers; all are required.
+// Options configure Servers; all but Open are required.
 type Options struct {
 	Sessions *session.Registry
 	Calls    *calls.Plane
@@ -39,6 +39,9 @@ type Options struct {
 	Spans    *spans.Tracer
 	// Passthrough: the edge serves every tool (tasks are advertised).
 	Passthrough bool
+	// Open registers s, the session request r made (nil:
+	// Sessions.Open).
+	Open func(r *http.Request, s *session.Session)
 }
 
 // Servers makes the session servers of one edge.
@@ -51,6 +54,9 @@ type Servers struct {
 // 2026-07-28 requests other than listen (not registered yet: see
 // Registry.Open).
 func New(o Options) *Servers {
+	if o.Open == nil {
+		o.Open = func(_ *http.Request, s *session.Session) { o.Sessions.Open(s) }
+	}
 	sv := &Servers{o: o}
 	sv.shared = sv.NewSession("", session.KindStateless, admission.FirstNewProtocol, "")
 	return sv
@@ -132,7 +138,7 @@ func (sv *Servers) held(r *http.Request) *mcp.Server {
 	}
 	if hd.Session == nil {
 		hd.Session = sv.NewSession(hd.ID, hd.Kind, hd.Protocol, hd.Ident)
-		sv.o.Sessions.Open(hd.Session)
+		sv.o.Open(r, hd.Session)
 	}
 	return hd.Session.Server()
 }
