@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/convergence"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/region"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // SessionInfo is one session as GET /v1/sessions reports it.
@@ -71,7 +73,7 @@ func (e *Edge) Sessions() []SessionInfo {
 func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 	ap := s.Served()
 	gen, regions := ap.Gen, ap.Regions
-	target := e.confirmedVector()
+	target := e.confirmed.vector()
 	if ap == cur {
 		gen = max(gen, e.confirmed.Load())
 		regions = target
@@ -88,19 +90,10 @@ func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 		Created: s.Created(), Tools: len(ap.Tools), Edge: e.opts.ID}
 }
 
-// confirmedVector is the regional vector of the confirmed state (nil on
-// one log).
-func (e *Edge) confirmedVector() region.Vector {
-	if p := e.confirmedRegions.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // View returns the summary of the served view.
 func (e *Edge) View() ViewInfo {
 	cur := e.current()
-	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmedVector(), Digest: cur.Catalog.Digest,
+	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmed.vector(), Digest: cur.Catalog.Digest,
 		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}, Mirrors: region.ReportOf(e.reader)}
 	for _, t := range cur.Catalog.Tools {
 		v.Tools = append(v.Tools, t.Exposed)
@@ -157,4 +150,22 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// storedInfo describes a session this edge does not serve from its
+// stored record (another edge serves it, or none does at the moment).
+func (e *Edge) storedInfo(ctx context.Context, id string) (SessionInfo, bool) {
+	if e.recs == nil || sessionstore.ValidateID(id) != nil {
+		return SessionInfo{}, false
+	}
+	rec, _, err := e.recs.Store().Get(ctx, id)
+	if err != nil || rec.Group != e.opts.Group {
+		return SessionInfo{}, false
+	}
+	verdict, reason := convergence.Explain(rec.Convergence)
+	conv := rec.Convergence
+	return SessionInfo{ID: rec.ID, Kind: session.KindSession, ProtocolVersion: rec.ProtocolVersion,
+		AppliedGeneration: rec.AppliedGeneration, Digest: rec.RegistryDigest, Verdict: string(verdict),
+		VerdictReason: reason, Created: rec.CreatedAt, Tools: conv.Traversal.Tools, Edge: rec.Edge,
+		Convergence: &conv}, true
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -72,7 +73,7 @@ func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admiss
 // its response is written.
 func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Request, a *admitted, ok bool) {
 	// The bearer token first: an unauthenticated body is not read.
-	r, f := e.authenticate(r)
+	r, f := e.bearer.Authenticate(r)
 	if f != nil {
 		e.refuse(w, r, f)
 		return r, nil, false
@@ -159,7 +160,7 @@ func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
 // admitLane runs the gate for a request read on a call lane (its body
 // read whole already). A refused request goes back to the server, whose
 // handler asks the gate again and writes the refusal.
-// Its token was verified already (Edge.authenticate, on the head).
+// Its token was verified already (bearer.Authenticator, on the head).
 func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
 	wb, _ := r.Body.(*wholeBody)
 	if wb == nil {
@@ -185,7 +186,7 @@ func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
 func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
 	e.adm.refused.WithLabelValues(f.Reason).Inc()
 	if f.Reason == admission.ReasonMissingIdentity {
-		e.rm.refusals.WithLabelValues("missing_identity").Inc()
+		e.m.refusals.WithLabelValues("missing_identity").Inc()
 	}
 	host := r.RemoteAddr
 	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
@@ -234,7 +235,7 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 var errBodyUnread = errors.New("request body not read (cut short or too slow)")
 
 // wholeBody is a request body read whole (by the gate, or by a call lane),
-// with the gate's parse of it once admitted.
+// with the gate's parse of it once admitted (a direct.Body).
 type wholeBody struct {
 	*bytes.Reader
 	data   []byte
@@ -243,15 +244,21 @@ type wholeBody struct {
 
 func newWholeBody(b []byte) *wholeBody { return &wholeBody{Reader: bytes.NewReader(b), data: b} }
 
-// again is the same body, unread.
-func (wb *wholeBody) again() *wholeBody {
+// Again is the same body, unread.
+func (wb *wholeBody) Again() io.ReadCloser {
 	return &wholeBody{Reader: bytes.NewReader(wb.data), data: wb.data, parsed: wb.parsed}
 }
 
-// message is the body's one message as the gate parsed it; false for a
+// Bytes is the body.
+func (wb *wholeBody) Bytes() []byte { return wb.data }
+
+// Message is the body's one message as the gate parsed it; false for a
 // batch or a body the gate did not parse.
-func (wb *wholeBody) message() (*admission.Message, bool) {
+func (wb *wholeBody) Message() (*admission.Message, bool) {
 	return wb.parsed.Single()
 }
 
 func (*wholeBody) Close() error { return nil }
+
+// wholeBody is what the edge's own answers read (package direct).
+var _ direct.Body = (*wholeBody)(nil)

@@ -14,32 +14,60 @@
 //
 // # Layout
 //
-// This package wires the parts, runs them (Run), serves the admin API and
-// resyncs sessions; each part is a package of its own:
+// This package wires the parts (edge.go, options.go), runs them (Run),
+// admits and routes each request to /mcp (admit.go, serve.go,
+// transport.go; laneedge.go for call lanes), serves the admin API
+// (admin.go) and resyncs the sessions with the event log (resync.go,
+// source.go). Every other part is a package of its own, which imports
+// nothing of this one: where a part needs the edge, it defines a small
+// interface or takes functions, which the edge implements (lane.Edge,
+// session.Observer, sessionserver.Evidence, bearer.Throttle).
 //
+// The packages a request meets, in order:
+//
+//   - bearer: the OAuth 2.1 resource server (Options.Auth): the token
+//     verified, and the go-sdk's TokenInfo made once per token;
 //   - admission: the one gate every request passes first (identity, body
-//     limits, the body parsed once: admission.ParseBody), pure;
+//     limits, the body parsed once: admission.ParseBody), pure; the
+//     policy's rate limits are charged on that parse (ratelimit.go);
 //   - dispatch: the one route a request takes, from the facts gathered
 //     once per request (Edge.facts, serve.go), pure and table-tested
 //     (dispatch/testdata/routes.json); the server's handler and call lanes
 //     ask the same function;
+//   - lane: call lanes, keep-alive HTTP/1.1 connections whose plain calls
+//     the edge answers without net/http's server;
+//   - direct: the requests the edge answers without the go-sdk (a
+//     session's plain tools/call, a 2026-07-28 tools/call, a listen
+//     stream, the task methods), parsed by the strict parsers of package
+//     fastpath, each checked against the go-sdk by differential tests;
+//   - sessionserver: the go-sdk server of each session and the edge's
+//     middleware on it (lists from the served view, the Mcp-Param-* check,
+//     what the go-sdk's types cannot carry for a revision);
 //   - calls: the call plane, where a tools/call, prompts/get,
 //     resources/read, completion, task method, resource subscription or
 //     optimizer meta-tool goes, under the tool policy, with the call trail
 //     and relays; it takes no http.Request;
-//   - session, evidence, records: the sessions, their convergence
-//     evidence and their records in NATS KV;
+//   - backend: pooled backend sessions and the raw call path (internal/h1:
+//     the plain HTTP/1.1 pieces of both sides).
+//
+// The sessions and what is kept of them:
+//
+//   - session: the sessions, their streams and the list_changed each owes;
 //   - view: the served value of one generation (lists, definitions per
 //     revision, the optimizer's index);
-//   - backend: pooled backend sessions and the raw call path;
-//   - fastpath, internal/h1: the hand-written wire code of the fast
-//     paths, each checked against the go-sdk by differential tests.
+//   - ledger: each session's convergence evidence as it is served, and
+//     the record writes that causes; evidence: that record, pure;
+//   - records: the records in NATS KV; rebuild: a session another edge
+//     held, rebuilt here from its record;
+//   - spans: the edge's OpenTelemetry spans (Options.TracerProvider).
 //
 // A request to /mcp: admitHTTP (admit.go) authenticates it, reads its
 // body within the gate's limit and asks the gate, which parses the body
 // once; limitRequest charges the rate limits and concurrency slots on
 // that parse, message by message for a batch; serve routes it once and
-// serves the route.
+// serves the route: the edge's own answer (package direct), a stream of
+// a session (package session), a rebuild (package rebuild), or the
+// go-sdk's handler of the request's protocol generation.
 //
 // # Resync
 //
@@ -52,131 +80,73 @@
 // unchanged view sends nothing. Batches are at least Options.Coalesce
 // apart: the first change after a quiet period goes out at once, later
 // changes in the window are applied together at its end, so a flapping
-// backend costs each session at most two notifications per window.
+// backend costs each session at most two notifications per window. The
+// tool policy of a state is in force before its view is served; a policy
+// change tells each session whose visible lists changed.
 //
 // # Sessions
 //
 // Each client session has an mcp.Server of its own (one-Server-per-session,
-// the go-sdk maintainers' answer to per-session tool sets): the go-sdk
-// notifies the sessions of one Server one after the other, so a shared
-// Server would let one client that stops reading hold up everyone's
-// list_changed. A session server's session id is fixed at creation
-// (ServerOptions.GetSessionID) and the go-sdk's getServer is a map lookup,
-// which leaves room to rebuild a session from a stored record on another
-// edge later.
+// the go-sdk maintainers' answer to per-session tool sets; package
+// sessionserver): the go-sdk notifies the sessions of one Server one after
+// the other, so a shared Server would let one client that stops reading
+// hold up everyone's list_changed. A session server's session id is fixed
+// at creation, which lets another edge rebuild the session from its
+// stored record.
 //
 // A session serves the view it was last given: tools/list, prompts/list and
 // resources/list are answered from that immutable value (keyset
 // pagination, 1000 per page), so the switch to a new view is atomic — a
-// concurrent list sees the old lists or the new ones, never a mix. The
-// go-sdk's own registry of a session server holds nothing the client sees.
-// A batch owes each session one list_changed per changed list kind:
-//   - a session-based client's standalone GET stream is served by the edge
-//     (stream.go): the batch sets the session's pending bits and wakes the
-//     stream's goroutine, which writes one pre-encoded SSE event per kind.
-//     A client that stops reading blocks only its own stream, for at most
-//     10s per write, and what it missed stays pending for its next stream;
-//   - a 2026-07-28 subscriptions/listen stream the edge serves is the same,
-//     for the kinds it subscribed to; one left to the go-sdk has a hidden
-//     marker re-registered once per changed kind to make the go-sdk send
-//     that session exactly one list_changed (per kind) for the batch.
+// concurrent list sees the old lists or the new ones, never a mix. A
+// batch owes each session one list_changed per changed list kind, written
+// by the edge on a session-based client's standalone GET stream or on a
+// 2026-07-28 subscriptions/listen stream it serves (package session); a
+// client that stops reading blocks only its own stream, and what it missed
+// stays pending for its next stream. Calls (tools/call, prompts/get,
+// resources/read) are routed by the edge's current view (package calls).
+// A tool the view does not hold gets an isError result naming it; prompts
+// and resources get a JSON-RPC error.
 //
-// Calls (tools/call, prompts/get, resources/read) are routed by the edge's
-// current view (package calls). A tool the view does not hold gets an isError result
-// naming it; prompts and resources get a JSON-RPC error.
+// A session is forgotten when its client deletes it, and otherwise by a
+// sweep (once a second) that finds its go-sdk session ended, or after
+// Options.SessionIdleTimeout without a request: no goroutine waits on
+// each idle session.
 //
 // # Protocol generations
 //
 // Requests whose Mcp-Protocol-Version is 2026-07-28 or later go to a
-// stateless go-sdk handler, and share one server. A subscriptions/listen
-// stream (which receives list_changed) is served by the edge when the
-// go-sdk would take its request the same way (listen.go); otherwise it
-// gets a go-sdk session server of its own for as long as it is open. Older requests go to a stateful handler
-// (Mcp-Session-Id sessions), except their standalone GET stream, which the
-// edge serves (stream.go, streamconn.go).
+// stateless go-sdk handler, and share one server; a subscriptions/listen
+// stream the edge does not serve itself (package direct) gets a go-sdk
+// session server of its own for as long as it is open. Older requests go
+// to a stateful handler (Mcp-Session-Id sessions), except their
+// standalone GET stream, which the edge serves. On every path a
+// 2026-07-28 result the edge makes from a backend's carries resultType
+// "complete", a backend's -32021 reaches the client as that JSON-RPC error
+// (HTTP 400), and a malformed Mcp-Protocol-Version gets the JSON-RPC
+// -32022 error from the admission gate. A call's Mcp-Param-* headers are
+// checked against the arguments its tool binds to them (x-mcp-header), as
+// a go-sdk server checks them for its own tools.
 //
 // # Backends
 //
 // Calls reach a backend over one pooled go-sdk client session per backend,
 // made on first use (protocol 2025-11-25, no standalone stream: changes
-// come from the event log). A session the backend no longer knows
-// (mcp.ErrSessionMissing, a restart) is replaced and the request retried
-// once; a broken connection (mcp.ErrConnectionClosed) drops the session
-// without repeating the call. Each call has Options.CallTimeout and is
-// cancelled when the client's request is.
+// come from the event log); a tools/call is sent on it as raw JSON-RPC,
+// and a backend of `transport: sse` is called through the go-sdk (package
+// backend). A session the backend no longer knows is replaced and the
+// request retried once; a broken connection drops the session without
+// repeating the call. Each call has Options.CallTimeout and is cancelled
+// when the client's request is. The default backend client makes
+// plain-HTTP exchanges on the caller's goroutine over pooled keep-alive
+// connections (internal/h1); Options.BackendHTTPClient replaces it.
 //
-// A tools/call does not go through the go-sdk on either side when it can
-// be helped (forward.go, fastcall.go): it is sent to the backend as raw
-// JSON-RPC on the pooled session (its Mcp-Session-Id, an id of its own,
-// a JSON or event-stream response; a missing session or an undelivered
-// request is retried once on a new session, as above) and, for a plain
-// tools/call POST of an initialized session of a passthrough edge without
-// Options.SessionTimeout, the edge answers the client itself with an
-// application/json response, running the same call trail and routing as
-// the session's middleware. notifications/cancelled cancels such a call.
-// The request and the backend's response are parsed with fastjson (exact
-// member names, nothing unexpected), and a backend result of the common
-// shape is validated and passed to the client as it came; any other is
-// decoded and re-encoded. Everything else (and any request the fast path
-// does not recognise exactly) goes through the go-sdk, whose decoder
-// allocates tens of KB per message.
-//
-// A backend configured with `transport: sse` (the legacy HTTP+SSE
-// transport: responses come on a long-lived GET stream, not on the POST)
-// is not called on the raw path: its pooled session is a go-sdk
-// mcp.SSEClientTransport session and every call, tools/call included,
-// goes through it (ssebackend.go). Its stream lives until the session is
-// dropped, the backend leaves the view or changes URL or transport, or
-// the edge stops; a stream the backend ends is forgotten and the next
-// call reconnects. A call is sent again on a new session only when its
-// request cannot have reached the backend (the session had ended, or
-// the POST was refused or not delivered).
-//
-// The edge's default backend client makes plain-HTTP exchanges on the
-// caller's goroutine over pooled keep-alive connections (conntransport.go):
-// net/http's Transport hands each exchange to two goroutines of the
-// connection, which on a busy machine cost more than the rest of the hop.
-// Its JSON-RPC posts are written from a request head built once per
-// backend URL, and a response head of the plain form is parsed in place
-// (rawpost.go). Options.BackendHTTPClient replaces it.
-//
-// A plain tools/call of a 2026-07-28 client (a stateless request) is
-// answered the same way (statelesscall.go), with the go-sdk's header and
-// _meta checks and the server's info added to the result's _meta as the
-// go-sdk adds it, and resultType "complete" spliced in, instead of by the
-// go-sdk's stateless handler, which makes a server session per request.
-// A call whose _meta has more than the protocol's own members (a
-// progressToken) goes to the go-sdk's handler, which passes the token on
-// and relays the backend's progress on the call's stream. On every path a
-// 2026-07-28 result the edge makes from a backend's carries resultType
-// "complete" (taskfields.go: the go-sdk marks only its own handlers'), a
-// backend's -32021 reaches the client as that JSON-RPC error (HTTP 400),
-// and a malformed Mcp-Protocol-Version gets the JSON-RPC -32022 error
-// from the admission gate. A call's Mcp-Param-* headers are
-// checked against the arguments its tool binds to them (x-mcp-header), as
-// a go-sdk server checks them for its own tools: on this path, and, for a
-// call the go-sdk decoded, in the session servers' outermost middleware
-// (paramheaders.go).
-//
-// After the edge answered such a call on an HTTP/1.1 keep-alive
+// After the edge answered a plain call itself on an HTTP/1.1 keep-alive
 // connection, the connection becomes a call lane (package lane): the edge
-// hijacks it and answers the next plain calls on it itself, without
-// net/http's server and its per-request goroutine hand-offs. A lane takes
-// only request heads of the plain form a client library sends
-// (lanehead.go). Any other request on a lane goes back to the server with
-// the bytes read for it, through a listener the server also serves; the
-// server then answers it as if the lane had never been. A connection whose
-// calls alternate one by one with other requests stays with the server
-// until two calls come in a row. A lane reads the client's side during a
-// call only if the call lasts over 20 ms (a client leaving then cancels
-// it). Shutdown closes idle lanes at once, answers calls in progress with
+// answers the next plain calls on it without net/http's server; any other
+// request goes back to the server as if the lane had never been.
+// Shutdown closes idle lanes at once, answers calls in progress with
 // Connection: close, and cancels those still running when the drain's
-// time is up. Metrics: fleetgate_edge_call_lanes,
-// fleetgate_edge_call_lane_handbacks_total.
-//
-// A session is forgotten when its client deletes it, and otherwise by a
-// sweep (once a second) that finds its go-sdk session ended: no goroutine
-// waits on each idle session.
+// time is up.
 //
 // # Optimizer mode
 //
@@ -208,32 +178,16 @@
 // # Sessions across edges
 //
 // With Options.Records, every Mcp-Session-Id session has a record in a
-// NATS KV bucket (package sessionstore): created when the go-sdk accepted
-// its initialize, before the response leaves; updated when a view is
-// applied to it, when a list_changed reaches it and when it lists tools
-// (at most once per RecordOptions.FlushEvery); touched on activity (at
-// most once per TouchEvery); deleted by DELETE /mcp on any edge; expired
-// by the bucket's TTL (the idle timeout) otherwise. A graceful shutdown
-// writes what is pending.
-//
-// A request with an id this edge does not hold is looked up in the
-// bucket. If the caller's identity hashes to the record's owner, the
-// session is rebuilt (R1): the stored initialize, then
-// notifications/initialized, go through the go-sdk's own handler into a
-// server with the same fixed id, and concurrent requests for the session
-// share one rebuild. The record is then written under this edge's id; the
-// edge that held the session sees that write in its watch of the bucket
-// and lets the session go (its standalone stream ends, so the client
-// reconnects it, through the balancer, to the new edge). Edge ids must be
-// unique in a fleet (cmd/edge adds a random suffix).
-//
-// A record's registry digest is the tool list the client is known to
-// hold: the one its last list_changed announced or its last complete
-// traversal served. When it differs from what the rebuilding edge serves,
-// a list_changed is owed. More generally, a list_changed that could not
-// be delivered (no standalone GET stream open, or a failed write) stays
-// pending rather than lost, and is sent as soon as a GET stream attaches;
-// a complete tools/list of the current view settles it too.
+// NATS KV bucket (package records): created when the go-sdk accepted its
+// initialize, before the response leaves; updated as its evidence changes
+// (package ledger, at most once per RecordOptions.FlushEvery); touched on
+// activity (at most once per TouchEvery); deleted by DELETE /mcp on any
+// edge; expired by the bucket's TTL (the idle timeout) otherwise. A
+// graceful shutdown writes what is pending. A request with an id this
+// edge does not hold is looked up in the bucket and, when the caller owns
+// it, the session is rebuilt here (package rebuild); the edge that held
+// it sees the takeover and lets it go. Edge ids must be unique in a fleet
+// (cmd/edge adds a random suffix).
 //
 // Sessions are bound to the identity that created it: the go-sdk
 // TokenInfo.UserID if an auth middleware set one, else the value of
@@ -246,18 +200,11 @@
 // # Convergence evidence
 //
 // Each stateful session keeps a convergence.Record inside its session
-// record, so the evidence moves with it: the negotiated protocol version
-// (from the InitializeResult), whether the client declared listChanged
-// (MCP 2025-11-25 has no such client capability: a tools.listChanged in
-// its capabilities or experimental capabilities counts, and so does
-// opening the standalone GET stream, the only channel a list_changed can
-// reach it on) and whether the server advertised it, the last change
-// signal actually delivered, every tools/list page served (its
-// definitions as the view holds them, digested with catalog.Digest) and the current digest of each applied view.
-// GET /v1/sessions shows each session's verdict (convergence.Explain); an
-// optimizer edge serves another list than its view, has no current
-// digest, and its sessions are unverifiable. Options.CallTrail records
-// every tools/call (package calltrail).
+// record, so the evidence moves with it (package ledger says what it
+// holds). GET /v1/sessions shows each session's verdict
+// (convergence.Explain); an optimizer edge serves another list than its
+// view, has no current digest, and its sessions are unverifiable.
+// Options.CallTrail records every tools/call (package calltrail).
 //
 // # Known limits
 //

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,199 +11,27 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
+	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
-	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
+	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
+	"github.com/fleetgate/fleetgate/pkg/edge/ledger"
+	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/edge/sessionserver"
+	"github.com/fleetgate/fleetgate/pkg/edge/spans"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
-	"github.com/fleetgate/fleetgate/pkg/calltrail"
-	"github.com/fleetgate/fleetgate/pkg/catalog"
-	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
-
-// Options configure an Edge. A nil *Options means defaults.
-type Options struct {
-	// paths turns hand-written paths off, so that tests and benchmarks
-	// can compare them with the go-sdk's (unexported: not a setting).
-	paths pathSwitches
-	// ID is the edge instance id (logs, server info); default "edge".
-	ID string
-	// LogBySequence reads the regional logs of NewRegional by sequence,
-	// without consumers (an edge of the edge account: the fleet account
-	// offers it reads only). New takes a log attached as it should be.
-	LogBySequence bool
-	// Stdio is this edge's allow-list of stdio commands and the runner of
-	// its own instances of the stdio backends it serves (package stdio);
-	// nil: a stdio backend's calls are refused, naming why.
-	Stdio *stdio.Host
-	// Group is the backend group served; default "default".
-	Group string
-	// Separator joins backend and tool names; default "_". It must match
-	// the controller's aggregation.separator.
-	Separator string
-	// Listen is the MCP address (served at /mcp); default "127.0.0.1:8080".
-	// "127.0.0.1:0" picks a free port (see MCPURL).
-	Listen string
-	// AdminListen is the admin API address; default "127.0.0.1:8082".
-	AdminListen string
-	// Coalesce is the least time between two resync batches: the first
-	// change after a quiet period is applied at once, later ones within the
-	// window are applied together at its end. Default 250ms.
-	Coalesce time.Duration
-	// CallTimeout bounds each request forwarded to a backend; default 60s.
-	CallTimeout time.Duration
-	// ShutdownTimeout bounds the drain of in-flight calls; default 10s.
-	ShutdownTimeout time.Duration
-	// SessionTimeout closes sessions idle (no POST) for this long; 0 never.
-	SessionTimeout time.Duration
-	// BackendHTTPClient talks to backends; default a client without a
-	// timeout (a timeout would cut streams; CallTimeout bounds calls) whose
-	// transport makes plain-HTTP exchanges on the caller's goroutine
-	// (conntransport.go).
-	BackendHTTPClient *http.Client
-	// Logger receives the edge's logs; default none. Tool arguments are
-	// never logged.
-	Logger *zerolog.Logger
-	// Registry receives the edge's metrics; default a new registry.
-	Registry *prometheus.Registry
-	// Mode is ModePassthrough (default) or ModeOptimizer: only find_tool,
-	// call_tool and the pinned tools are advertised, and find_tool
-	// searches an index of the view (see the package doc).
-	Mode string
-	// PinnedTools are exposed tool names an optimizer edge advertises next
-	// to the meta-tools, and notifies changes of (the config's
-	// pinned_tools). Ignored in passthrough mode.
-	PinnedTools []string
-	// IdentityHeader names a request header carrying the caller's identity
-	// (set by a trusted proxy), e.g. X-Fleetgate-User; "" means none. A
-	// session is bound to the identity that created it (a go-sdk
-	// TokenInfo.UserID takes precedence when an auth middleware sets one);
-	// with a header configured, a request without it is refused (401).
-	IdentityHeader string
-	// InputState seals the requestState of the input-required results
-	// the edge hands clients of the stateless generation; every edge of a
-	// group must have one of the same key. nil: a key of this process
-	// alone.
-	InputState *inputstate.Sealer
-	// Auth makes the edge an OAuth 2.1 resource server: every request needs
-	// a bearer token (nil: none). It excludes IdentityHeader.
-	Auth *AuthOptions
-	// AdminToken, when set, is the bearer token every admin request but
-	// /healthz and /readyz needs (401 otherwise); AdminAllowedHosts are the
-	// Host values the admin API answers besides loopback names with its
-	// port (403 otherwise: no DNS rebinding).
-	AdminToken        []byte
-	AdminAllowedHosts []string
-	// Records stores sessions in NATS KV so that they continue on another
-	// edge; nil keeps them on this edge only. See recording.go.
-	Records *RecordOptions
-	// CallTrail receives every tools/call; nil records none. The edge runs
-	// it and drains it after its last call.
-	CallTrail *calltrail.Trail
-
-	// Limits of the admission gate (package admission; zero fields take
-	// its defaults): request body and initialize sizes, sessions per edge
-	// and per identity. IdentityHeader above is the gate's too.
-	Limits admission.Options
-	// SessionIdleTimeout ends a session without a request for this long,
-	// with or without Records; default 30m, negative never.
-	SessionIdleTimeout time.Duration
-	// HeaderTimeout bounds the reading of a request's head (default 10s),
-	// BodyTimeout the reading of a POST's body (default 30s), and
-	// IdleTimeout a keep-alive connection (call lanes included) waiting
-	// for its next request (default 2m).
-	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
-	// MaxBackendResponse bounds a backend's response body, or one event of
-	// an event stream; default DefaultMaxBackendResponse (16 MiB).
-	MaxBackendResponse int64
-	// MaxConnections caps the open MCP connections (default 16384): one
-	// more is answered 503 and closed at once.
-	MaxConnections int
-	// TracerProvider receives the edge's spans (trace.go); nil: the global
-	// one (package tracing installs it), a no-op unless tracing is on.
-	TracerProvider trace.TracerProvider
-}
-
-// DefaultMaxBackendResponse is Options.MaxBackendResponse's default.
-const DefaultMaxBackendResponse = backend.DefaultMaxResponse
-
-// pathSwitches turn the edge's own paths off; each exists only so that a
-// test or a benchmark can compare that path with what it replaces.
-type pathSwitches struct {
-	noLanes        bool // call lanes: every request is left to net/http
-	noListEvidence bool // the tools/list convergence bookkeeping (its cost)
-	goSDKListen    bool // every subscriptions/listen stream to the go-sdk
-	goSDKStateless bool // every 2026-07-28 tools/call to the go-sdk
-}
-
-func (o *Options) withDefaults() Options {
-	var c Options
-	if o != nil {
-		c = *o
-	}
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	def(&c.ID, "edge")
-	def(&c.Group, "default")
-	def(&c.Separator, catalog.DefaultSeparator)
-	def(&c.Listen, "127.0.0.1:8080")
-	def(&c.AdminListen, "127.0.0.1:8082")
-	def(&c.Mode, ModePassthrough)
-	if c.Coalesce == 0 {
-		c.Coalesce = 250 * time.Millisecond
-	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = 60 * time.Second
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 10 * time.Second
-	}
-	durDef := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	durDef(&c.SessionIdleTimeout, 30*time.Minute)
-	durDef(&c.HeaderTimeout, 10*time.Second)
-	durDef(&c.BodyTimeout, 30*time.Second)
-	durDef(&c.IdleTimeout, 2*time.Minute)
-	if c.MaxConnections == 0 {
-		c.MaxConnections = 16384
-	}
-	c.Limits.IdentityHeader = c.IdentityHeader
-	if c.Mode == ModeOptimizer { // its call_tool's budget is the tool's it names
-		c.Limits.MetaCallTool = CallToolName
-	}
-	if c.BackendHTTPClient == nil {
-		c.BackendHTTPClient = &http.Client{Transport: h1.NewTransport(http.DefaultTransport.(*http.Transport).Clone())}
-	}
-	if c.Logger == nil {
-		nop := zerolog.Nop()
-		c.Logger = &nop
-	}
-	if c.Registry == nil {
-		c.Registry = prometheus.NewRegistry()
-	}
-	return c
-}
 
 // Edge is a passthrough MCP edge: it follows the event log, serves the view
 // of its group on /mcp and forwards calls to the backends.
@@ -219,37 +46,31 @@ type Edge struct {
 
 	mcpLn, adminLn net.Listener
 
-	recs    *records.Recorder  // nil without Options.Records
-	flights singleflight.Group // rebuilds of sessions from their records, by id and owner
-	posting atomic.Int64       // session POSTs in progress, their responses included
+	recs    *records.Recorder // nil without Options.Records
+	posting atomic.Int64      // session POSTs in progress, their responses included
 	routes  *routeCounts
 
 	// bearer verifies tokens (nil without Options.Auth); calls routes
 	// what clients ask of the backends, under the tool policy of the
 	// generation applied (package calls).
-	bearer  *bearer
-	calls   *calls.Plane
-	limits  *limits // the policy's rate limits
-	rm      *recordMetrics
-	digests *digestCache
-
-	// impl and caps are shared by every session server; implJSON is impl
-	// encoded.
-	impl     *mcp.Implementation
-	implJSON []byte
-	caps     *mcp.ServerCapabilities
+	bearer *bearer.Authenticator
+	calls  *calls.Plane
+	limits *limits // the policy's rate limits
+	// ledger keeps the sessions' evidence, servers makes their go-sdk
+	// servers, answers answers the requests the edge serves itself,
+	// rebuilder rebuilds sessions held elsewhere from their records.
+	ledger    *ledger.Ledger
+	servers   *sessionserver.Servers
+	answers   *direct.Answers
+	rebuilder *rebuild.Rebuilder
 
 	empty    *view.Served
 	backends atomic.Pointer[map[string]events.BackendConfig]
-	// confirmed is the last generation at which the served view was found
-	// current (it may be newer than the view's own generation).
-	confirmed atomic.Uint64
-	// confirmedRegions is, on merged regional logs, the vector of the state
-	// confirmed names (nil on one log).
-	confirmedRegions atomic.Pointer[map[string]uint64]
-	ready            atomic.Bool
-	tracer           trace.Tracer // trace.go; traced: it records or propagates
-	traced           bool
+	// confirmed is the last state at which the served view was found
+	// current (its generation may be newer than the view's own).
+	confirmed confirmation
+	ready     atomic.Bool
+	spans     *spans.Tracer
 
 	adm *admitter // the admission gate (admit.go)
 
@@ -258,10 +79,7 @@ type Edge struct {
 	reg    *session.Registry
 	shared *session.Session
 
-	evMu      sync.Mutex
-	evTimes   []eventTime  // events of the group not yet in a batch
-	evTraces  []eventTrace // their trace contexts, when traced (trace.go)
-	lastGroup *events.Group
+	notes eventNotes // of the group's events, between two batches (source.go)
 
 	// hj owns what runs off the request goroutines: taken-over streams,
 	// call lanes, session closes; Run waits for it last.
@@ -269,12 +87,6 @@ type Edge struct {
 
 	// lanes serves call lanes (package lane).
 	lanes *lane.Server
-}
-
-type eventTime struct {
-	region string // "" on a single log
-	gen    uint64
-	at     time.Time
 }
 
 // New returns an edge reading log. It binds its listeners at once (so that
@@ -298,17 +110,6 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.m = newMetrics(opts.Registry)
 	e.adm = newAdmitter(&opts.Limits, opts.Registry)
 	e.routes = newRouteCounts(opts.Registry)
-	e.impl = &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
-	e.implJSON, _ = json.Marshal(e.impl) // strings only: it encodes
-	e.caps = &mcp.ServerCapabilities{
-		Tools:     &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-		// Backends' log messages are relayed per client (relay.go), and
-		// completions routed by their reference (Edge.complete).
-		Logging:     &mcp.LoggingCapabilities{},
-		Completions: &mcp.CompletionCapabilities{},
-	}
 	e.empty = view.Empty()
 	if opts.Mode == ModeOptimizer {
 		e.opt = newOptimizerMetrics(opts.Registry)
@@ -317,13 +118,12 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
 		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
 	e.backends.Store(&map[string]events.BackendConfig{})
-	e.setTracing(opts.TracerProvider)
+	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
 	e.pool.SetStdio(opts.Stdio)                // nil: every stdio backend refused here
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
-	e.rm, e.digests = newRecordMetrics(opts.Registry, e), newDigestCache()
 	e.reader = src(e)
 	var err error
 	if e.mcpLn, err = net.Listen("tcp", opts.Listen); err != nil {
@@ -334,41 +134,66 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		return nil, fmt.Errorf("edge: admin listen %s: %w", opts.AdminListen, err)
 	}
 	e.limits = newLimits(opts.Registry)
-	var tracer trace.Tracer
-	if e.traced {
-		tracer = e.tracer
-	}
-	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool,
-		View: e.current, Generation: e.generation, Trail: opts.CallTrail, Log: e.log, Tracer: tracer, Registry: opts.Registry,
-		TasksChanged: e.tasksChanged, Background: e.hj,
-		SubscriptionsChanged: func(s *session.Session, uris []string) {
-			if s.Record().SetSubscriptions(uris) {
-				e.recs.Enqueue(s)
-			}
-		},
-		Backend: func(name string) (events.BackendConfig, bool) {
-			cfg, ok := (*e.backends.Load())[name]
-			return cfg, ok
-		}})
-	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
 	if opts.Auth != nil {
-		if e.bearer, err = newBearer(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), opts.Registry); err != nil {
+		if e.bearer, err = bearer.New(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), e.limits, opts.Registry); err != nil {
 			e.mcpLn.Close()
 			e.adminLn.Close()
 			return nil, err
 		}
 	}
-	if e.recs, err = e.openRecords(); err != nil {
+	if e.recs, err = records.Open(opts.Records, records.Wiring{Edge: opts.ID, Sessions: e.reg, Hijacks: e.hj,
+		Log: &e.log, Registry: opts.Registry, Written: e.m.recordsWritten}); err != nil {
 		e.mcpLn.Close()
 		e.adminLn.Close()
 		return nil, err
 	}
+	e.wire()
+	return e, nil
+}
+
+// wire makes the parts that serve requests, each given what it uses of
+// the others.
+func (e *Edge) wire() {
+	opts := &e.opts
+	e.ledger = ledger.New(&ledger.Options{Edge: opts.ID, Group: opts.Group, Mode: opts.Mode, Optimizer: opts.Mode == ModeOptimizer,
+		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed.gen,
+		ConfirmedRegions: &e.confirmed.regions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
+		Log: e.log, Registry: opts.Registry})
+	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool,
+		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
+		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
+		Backend: func(name string) (events.BackendConfig, bool) {
+			cfg, ok := (*e.backends.Load())[name]
+			return cfg, ok
+		}})
+	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
 	e.lanes = lane.New(lane.Options{Edge: edgeForLanes{e}, Hijacks: e.hj, Addr: e.mcpLn.Addr(), HeaderTimeout: opts.HeaderTimeout,
 		BodyTimeout: opts.BodyTimeout, IdleTimeout: opts.IdleTimeout, ShutdownTimeout: opts.ShutdownTimeout,
 		Disabled: opts.paths.noLanes, MaxBody: maxBody, Registry: opts.Registry})
-	e.shared = e.newSession("", session.KindStateless, newProtocol, "")
+	impl := &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
+	e.servers = sessionserver.New(sessionserver.Options{Sessions: e.reg, Calls: e.calls, Impl: impl, Logger: e.slog,
+		Evidence: e.ledger, Spans: e.spans, Passthrough: opts.Mode == ModePassthrough,
+		Caps: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			// Backends' log messages are relayed per client (package
+			// calls), and completions routed by their reference.
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		}})
+	e.shared = e.servers.Shared()
+	identity := func(r *http.Request) string { // the gate's
+		id, _ := e.adm.gate.Identity(r.Header, tokenUserID(r))
+		return id
+	}
+	e.answers = direct.New(direct.Options{Calls: e.calls, Sessions: e.reg, Hijacks: e.hj, Shared: e.shared, Impl: impl,
+		Identity: identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
+		GoSDKStateless: opts.paths.goSDKStateless})
+	e.rebuilder = rebuild.New(rebuild.Options{Group: opts.Group, IdentityHeader: opts.IdentityHeader,
+		MaxInitializeBytes: e.adm.gate.Options().MaxInitializeBytes, Sessions: e.reg, Records: e.recs, Ledger: e.ledger,
+		Identity: identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
 	e.reg.Open(e.shared)
-	return e, nil
 }
 
 // MCPURL is the MCP endpoint, http://ADDR/mcp.
@@ -477,3 +302,35 @@ func (e *Edge) shutdown(srv *http.Server) {
 	closing.Wait()
 	e.pool.CloseAll()
 }
+
+// startRecords starts the record writer and the call trail; the returned
+// function, called after the sessions were closed, writes the last
+// records and drains the trail.
+func (e *Edge) startRecords() (stop func()) {
+	e.recs.Start()
+	var trail sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	if t := e.opts.CallTrail; t != nil {
+		trail.Go(func() {
+			if err := t.Run(ctx); err != nil {
+				e.log.Warn().Err(err).Msg("call trail")
+			}
+		})
+	}
+	return func() {
+		e.recs.Stop()
+		cancel()
+		trail.Wait()
+	}
+}
+
+// sessionObserver is what the sessions of e tell their evidence and
+// records (session.Observer): the ledger, and the call plane of a
+// session forgotten (its resource subscriptions end).
+type sessionObserver struct{ e *Edge }
+
+func (o sessionObserver) Signalling(s *session.Session) func() { return o.e.ledger.Signalling(s) }
+func (o sessionObserver) Signalled(s *session.Session)         { o.e.ledger.Signalled(s) }
+func (o sessionObserver) StreamAttached(s *session.Session)    { o.e.ledger.StreamAttached(s) }
+func (o sessionObserver) Forgotten(s *session.Session)         { o.e.calls.Forget(s) }
+func (o sessionObserver) IdleEnded(s *session.Session)         { o.e.ledger.IdleEnded(s) }

@@ -65,7 +65,7 @@ func stuckHTTPClient(t *testing.T, url string) {
 // write to it blocks: the worst stuck client.
 func stalledPeer(t *testing.T, e *Edge) {
 	t.Helper()
-	s := e.newSession("stalled", session.KindListen, "2026-07-28", "")
+	s := e.servers.NewSession("stalled", session.KindListen, "2026-07-28", "")
 	e.reg.Open(s)
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -106,7 +106,7 @@ func (w *blockedWriter) Write(p []byte) (int, error) {
 // blocks on its first notification.
 func blockedStream(t *testing.T, e *Edge) *session.Session {
 	t.Helper()
-	s := e.newSession("blocked", session.KindSession, "2025-11-25", "")
+	s := e.servers.NewSession("blocked", session.KindSession, "2025-11-25", "")
 	e.reg.Open(s)
 	w := &blockedWriter{header: http.Header{}, release: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -124,7 +124,7 @@ func blockedStream(t *testing.T, e *Edge) *session.Session {
 // is one end of a net.Pipe nobody reads: its first write blocks.
 func stuckConnStream(t *testing.T, e *Edge) *session.Session {
 	t.Helper()
-	s := e.newSession("stuck-conn", session.KindSession, "2025-11-25", "")
+	s := e.servers.NewSession("stuck-conn", session.KindSession, "2025-11-25", "")
 	e.reg.Open(s)
 	server, client := net.Pipe()
 	head := append(session.StreamHead(), session.Chunk([]byte(": ok\n\n"))...)

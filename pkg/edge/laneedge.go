@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 )
 
@@ -15,7 +16,7 @@ import (
 type edgeForLanes struct{ e *Edge }
 
 func (l edgeForLanes) Authenticate(r *http.Request) (*http.Request, *admission.Refusal) {
-	return l.e.authenticate(r)
+	return l.e.bearer.Authenticate(r)
 }
 
 func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Request) bool, func(), *admission.Refusal) {
@@ -23,7 +24,7 @@ func (l edgeForLanes) Admit(r *http.Request) (func(http.ResponseWriter, *http.Re
 	if !ok {
 		return nil, nil, nil // refused: the server's handler answers it
 	}
-	answer := l.e.laneAnswer(r, d)
+	answer := l.answer(r, d)
 	if answer == nil {
 		return nil, nil, nil
 	}
@@ -43,17 +44,15 @@ func (l edgeForLanes) Posting(delta int64) { l.e.posting.Add(delta) }
 func (l edgeForLanes) Body(b []byte) io.ReadCloser { return newWholeBody(b) }
 
 func (l edgeForLanes) CallContext(from, ctx context.Context) context.Context {
-	if vt := verifiedOf(from); vt != nil {
-		return withVerified(ctx, vt)
-	}
-	return ctx
+	return bearer.Carry(from, ctx)
 }
 
-// laneAnswer returns what answers a lane request admitted as d: the
+// answer returns what answers a lane request admitted as d: the
 // request's route, when a lane serves it (dispatch.Lane), by the same
 // facts the server's handler gathers; nil sends the request back to the
 // server, which routes it again.
-func (e *Edge) laneAnswer(r *http.Request, d admission.Decision) func(http.ResponseWriter, *http.Request) bool {
+func (l edgeForLanes) answer(r *http.Request, d admission.Decision) func(http.ResponseWriter, *http.Request) bool {
+	e := l.e
 	if !e.lanes.Keeps(r) {
 		return nil
 	}
@@ -62,13 +61,13 @@ func (e *Edge) laneAnswer(r *http.Request, d admission.Decision) func(http.Respo
 	case dispatch.StatelessCall:
 		e.routes.seen(k, true)
 		return func(w http.ResponseWriter, r *http.Request) bool {
-			return e.statelessCall(w, r, r.Body.(*wholeBody).data)
+			return e.answers.StatelessCall(w, r, r.Body.(*wholeBody).data)
 		}
 	case dispatch.Call:
 		e.routes.seen(k, true)
 		return func(w http.ResponseWriter, r *http.Request) bool {
 			e.recs.Touched(s, time.Now())
-			return e.fastCall(w, r, s)
+			return e.answers.SessionCall(w, r, s)
 		}
 	}
 	return nil

@@ -28,6 +28,10 @@ type metrics struct {
 	streams       prometheus.Gauge
 	connRefused   prometheus.Counter
 	idleEnded     prometheus.Counter
+	// refusals are the requests refused for their identity, recordsWritten
+	// the session record writes (package records).
+	refusals       *prometheus.CounterVec
+	recordsWritten *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -63,10 +67,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Sessions ended after Options.SessionIdleTimeout without a request."}),
 		connRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_connections_refused_total",
 			Help: "MCP connections closed at once because Options.MaxConnections were open."}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_identity_refusals_total",
+			Help: "Requests refused for their identity, by reason (owner_mismatch: 403, missing_identity: 401)."}, []string{"reason"}),
+		recordsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_session_records_written_total",
+			Help: "Session record writes this edge made, by kind (create, update, touch, delete)."}, []string{"kind"}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.connRefused, m.idleEnded)
+		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten)
 	return m
 }
 

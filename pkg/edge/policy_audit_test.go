@@ -51,10 +51,10 @@ func TestPolicyRefusalsAudited(t *testing.T) {
 	if n := testutil.ToFloat64(e.calls.Refused().WithLabelValues("ops-only-beta")); n != 1 {
 		t.Fatalf("policy refusals by ops-only-beta: %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(e.bearer.results.WithLabelValues("ok", "")); n < 3 {
+	if n := testutil.ToFloat64(e.bearer.Results().WithLabelValues("ok", "")); n < 3 {
 		t.Fatalf("authentications ok: %v, want at least 3 (initialize and two calls)", n)
 	}
-	if n := metricValue(t, e, "fleetgate_edge_authentications_total") - testutil.ToFloat64(e.bearer.results.WithLabelValues("ok", "")); n != 1 {
+	if n := metricValue(t, e, "fleetgate_edge_authentications_total") - testutil.ToFloat64(e.bearer.Results().WithLabelValues("ok", "")); n != 1 {
 		t.Fatalf("authentications refused: %v, want 1", n)
 	}
 }

@@ -49,6 +49,19 @@ func (m *limits) refusal(d ratelimit.Decision) *admission.Refusal {
 		Err: fmt.Errorf("%w: %s (%s)", admission.ErrRateLimited, limitName(d.Reason), d.Rule)}
 }
 
+// Blocked is the refusal of a request from addr, which failed
+// authentication too often (bearer.Throttle); nil when it may be
+// verified.
+func (m *limits) Blocked(now time.Time, addr string) *admission.Refusal {
+	if d := m.l.AuthBlocked(now, addr); !d.Allowed {
+		return m.refusal(d)
+	}
+	return nil
+}
+
+// Failed charges addr with a failed authentication (bearer.Throttle).
+func (m *limits) Failed(now time.Time, addr string) { m.l.FailedAuth(now, addr) }
+
 // limitName says which limit a refusal's reason is.
 func limitName(reason string) string {
 	switch reason {

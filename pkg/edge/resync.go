@@ -6,7 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/policy"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
@@ -65,9 +70,7 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 // withdraws reports whether st takes away (down or removed) a backend of
 // the served group that the last applied state advertised.
 func (e *Edge) withdraws(st *events.State) bool {
-	e.evMu.Lock()
-	prev := e.lastGroup
-	e.evMu.Unlock()
+	prev := e.notes.last()
 	if prev == nil {
 		return false
 	}
@@ -89,21 +92,17 @@ func (e *Edge) withdraws(st *events.State) bool {
 // resync brings the served view to state st and applies the change to
 // every session. It reports whether the view changed.
 func (e *Edge) resync(st *events.State) bool {
-	ap := e.startApply() // trace.go: nil untraced
-	defer ap.end(st)
+	ap := e.spans.StartBatch() // nil untraced
+	defer ap.End(st.Generation, func() (trace.SpanContext, []trace.Link) { return e.notes.takeTraces(st) })
 	g := st.Group(e.opts.Group)
 	// The tool policy of the state is in force before its view is served:
 	// a batch that adds a tool and hides it never serves it meanwhile.
 	e.applyPolicy(st.Policy(), time.Now())
-	defer e.confirm(st)
-	e.evMu.Lock()
-	same := g == e.lastGroup && e.lastGroup != nil
-	e.lastGroup = g
-	e.evMu.Unlock()
-	if same {
+	defer e.confirmed.store(st, e.m.applied)
+	if e.notes.swap(g) {
 		// The group's backends are unchanged (State shares untouched
 		// groups), so the view is too.
-		e.takeEventTime(st)
+		e.notes.takeTime(st)
 		return false
 	}
 	prev := e.current()
@@ -119,7 +118,7 @@ func (e *Edge) resync(st *events.State) bool {
 		e.log.Error().Str("definition", d).Msg("definition refused by the go-sdk; not served")
 	}
 	ch := view.Between(prev, next)
-	at := e.takeEventTime(st)
+	at := e.notes.takeTime(st)
 	if ch.None() {
 		return false
 	}
@@ -139,14 +138,14 @@ func (e *Edge) resync(st *events.State) bool {
 	if !at.IsZero() {
 		e.m.events.ChangeAge(events.HopApplied, start.Sub(at))
 	}
-	e.fanOut(targets, func(s *session.Session) {
+	fanOut(targets, func(s *session.Session) {
 		if s.Apply(next, notify, at) {
 			e.m.notifyDropped.Inc()
 		}
 	})
 	e.m.batches.Inc()
-	ap.reached(len(targets) - 1)
-	e.viewApplied(targets, next)
+	ap.Reached(len(targets) - 1)
+	e.ledger.ViewApplied(targets, next)
 	e.hj.Go(func() {
 		for _, s := range targets {
 			s.Refill()
@@ -163,7 +162,7 @@ func (e *Edge) resync(st *events.State) bool {
 // what is owed and wakes the session's writer (its stream's goroutine or
 // flusher, or the go-sdk's timer of a listen session), so a client that
 // does not read delays nobody else.
-func (e *Edge) fanOut(targets []*session.Session, f func(*session.Session)) {
+func fanOut(targets []*session.Session, f func(*session.Session)) {
 	workers := min(runtime.GOMAXPROCS(0), len(targets))
 	if workers <= 1 {
 		for _, s := range targets {
@@ -185,4 +184,66 @@ func (e *Edge) fanOut(targets []*session.Session, f func(*session.Session)) {
 	}
 	close(ch)
 	wg.Wait()
+}
+
+// applyPolicy makes p the policy in force (the one of state just applied)
+// and, when it differs from the previous one, tells every session whose
+// visible lists changed: each kind whose visible names differ for the
+// session's subject (every kind for a session that has not listed yet,
+// and for the listen streams of the shared stateless server).
+func (e *Edge) applyPolicy(p *policy.Policy, at time.Time) {
+	old := e.calls.SetPolicy(p)
+	if old == p {
+		return
+	}
+	if err := e.limits.update(p); err != nil { // validated by the policy: not expected
+		e.log.Error().Err(err).Msg("rate limits of the policy refused; the previous ones stay")
+	}
+	e.log.Info().Uint64("policy_generation", p.Generation()).Msg("tool policy applied")
+	cur := e.current()
+	targets := e.reg.All()
+	all := view.Change{Tools: true, Prompts: true, Resources: true}
+	items := cur.Items()
+	for _, s := range targets {
+		c := all
+		if sub := s.Subject(); sub != nil {
+			was, now := e.calls.Visibility(old, *sub, items), e.calls.Visibility(p, *sub, items)
+			c = view.Change{Tools: !policy.SameNames(was, now, policy.KindTool),
+				Prompts:   !policy.SameNames(was, now, policy.KindPrompt),
+				Resources: !policy.SameNames(was, now, policy.KindResource)}
+		}
+		if s.Notify(c, at) {
+			e.m.notifyDropped.Inc()
+		}
+	}
+}
+
+// indexView gives next its tool index in optimizer mode and returns the
+// change optimizer sessions are notified of: ch without tools, unless the
+// pinned tools changed. In passthrough mode it returns ch.
+func (e *Edge) indexView(prev, next *view.Served, ch view.Change) view.Change {
+	if e.opts.Mode != ModeOptimizer {
+		return ch
+	}
+	next.Index = view.NewIndex(next, e.opts.PinnedTools, prev.Index)
+	e.opt.indexSeconds.Set(next.Index.Built.Seconds())
+	e.log.Debug().Int("tools", len(next.Index.Tools)).Dur("build", next.Index.Built).Msg("tool index built")
+	ch.Tools = view.PinnedChanged(prev, next)
+	return ch
+}
+
+// optimizerMetrics are the optimizer mode's collectors (find_tool's are
+// the call plane's).
+type optimizerMetrics struct {
+	indexSeconds prometheus.Gauge
+}
+
+// newOptimizerMetrics registers the optimizer's collectors on reg.
+func newOptimizerMetrics(reg *prometheus.Registry) *optimizerMetrics {
+	m := &optimizerMetrics{
+		indexSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_tool_index_build_seconds",
+			Help: "Time the last tool index build took (once per view change, optimizer mode)."}),
+	}
+	reg.MustRegister(m.indexSeconds)
+	return m
 }

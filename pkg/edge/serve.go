@@ -3,15 +3,19 @@ package edge
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 	"github.com/fleetgate/fleetgate/pkg/edge/evidence"
 	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
+	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
@@ -57,7 +61,7 @@ func (e *Edge) facts(r *http.Request, a *admitted) (dispatch.Facts, *session.Ses
 // names.
 func (e *Edge) heldFacts(f *dispatch.Facts, r *http.Request, a *admitted, s *session.Session) {
 	f.Held = dispatch.Live
-	f.Owner = s.Record().Owner() == ownerOf(r, a.ident)
+	f.Owner = s.Record().Owner() == bearer.OwnerOf(r, a.ident)
 	f.OwnedStream = r.Method == http.MethodGet && ownsStream(r, s)
 	passthrough := e.opts.Mode == ModePassthrough && s.Kind() == session.KindSession
 	f.TaskSession = passthrough && s.Flags()&session.FlagInitialized != 0
@@ -104,9 +108,9 @@ func (e *Edge) serve(stateful, stateless http.Handler, w http.ResponseWriter, r 
 		// the go-sdk is still closing its copy of a session given up.
 		http.Error(w, "session not found", http.StatusNotFound)
 	case dispatch.DeleteStored:
-		e.deleteStored(w, r, r.Header.Get("Mcp-Session-Id"), ownerOf(r, a.ident))
+		e.rebuilder.DeleteStored(w, r, r.Header.Get("Mcp-Session-Id"), bearer.OwnerOf(r, a.ident))
 	case dispatch.Foreign:
-		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
+		e.m.refusals.WithLabelValues("owner_mismatch").Inc()
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
 	default: // the routes of a live session of the caller's
 		e.recs.Touched(s, time.Now())
@@ -141,23 +145,23 @@ func (e *Edge) serveHeld(stateful http.Handler, w http.ResponseWriter, r *http.R
 	}()
 	switch k {
 	case dispatch.Task:
-		if e.serveTask(w, r, s) { // tasks.go: methods the go-sdk does not know
+		if e.answers.Task(w, r, s) { // methods the go-sdk does not know
 			return
 		}
 	case dispatch.Call:
 		if e.lanes.Eligible(r) {
 			held := lane.NewWriter()
-			if e.fastCall(held, r, s) {
-				lw = held // set only now: a panic in fastCall releases the count
+			if e.answers.SessionCall(held, r, s) {
+				lw = held // set only now: a panic in SessionCall releases the count
 				e.lanes.Run(w, r, lw, a.done)
 				return
 			}
-		} else if e.fastCall(w, r, s) {
+		} else if e.answers.SessionCall(w, r, s) {
 			e.lanes.PlainCall(r)
 			return
 		}
 	case dispatch.Cancel:
-		e.fastCall(w, r, s) // cancels the call; the go-sdk has the notification next
+		e.answers.SessionCall(w, r, s) // cancels the call; the go-sdk has the notification next
 	}
 	m, ok := a.body.Single()
 	if !ok || m.Method != "notifications/initialized" {
@@ -205,10 +209,10 @@ func (e *Edge) rebuild(stateful http.Handler, w http.ResponseWriter, r *http.Req
 		return nil
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	s, err := e.rehydrate(stateful, r, sid, ownerOf(r, a.ident))
+	s, err := e.rebuilder.Rebuild(stateful, r, sid, bearer.OwnerOf(r, a.ident))
 	switch {
-	case errors.Is(err, errForeign):
-		e.rm.refusals.WithLabelValues("owner_mismatch").Inc()
+	case errors.Is(err, rebuild.ErrForeign):
+		e.m.refusals.WithLabelValues("owner_mismatch").Inc()
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
 		return nil
 	case err != nil && !errors.Is(err, sessionstore.ErrNotFound):
@@ -253,3 +257,25 @@ func (rc *routeCounts) seen(k dispatch.Kind, lane bool) {
 		c.Inc()
 	}
 }
+
+// ownsStream reports whether the edge serves this GET of s itself: the
+// go-sdk would accept it the same way (a bad Accept, Host or protocol
+// version header, more than one Last-Event-ID, or an id longer than the
+// edge's own are left to it, so the answers are its).
+func ownsStream(r *http.Request, s *session.Session) bool {
+	if s.Kind() != session.KindSession || len(r.Header.Values("Last-Event-ID")) > 1 || len(r.Header.Get("Last-Event-ID")) > maxEventID ||
+		!fastpath.AcceptsEventStream(r) {
+		return false
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v >= newProtocol || !slices.Contains(mcp.SupportedProtocolVersions(), v)) {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok && la != nil && fastpath.Loopback(la.String()) {
+		return fastpath.Loopback(r.Host) // the go-sdk's DNS rebinding protection
+	}
+	return true
+}
+
+// maxEventID bounds a Last-Event-ID the edge reads (its own are about 30
+// bytes); a longer one goes to the go-sdk, which refuses it.
+const maxEventID = 64

@@ -3,10 +3,15 @@ package edge
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/spans"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/region"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
@@ -55,12 +60,54 @@ func (e *Edge) onEvent(r string, ev *eventspb.Event) {
 	if ev.GetGroup() != e.opts.Group {
 		return
 	}
-	e.evMu.Lock()
-	e.evTimes = append(e.evTimes, eventTime{region: r, gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
-	if e.traced {
-		e.noteEventTrace(r, ev)
+	n := &e.notes
+	n.mu.Lock()
+	n.times = append(n.times, eventTime{region: r, gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
+	if e.spans.On() {
+		n.traces.Note(e.spans, r, ev, e.confirmed.reflects)
 	}
-	e.evMu.Unlock()
+	n.mu.Unlock()
+}
+
+// eventNotes are what the edge keeps of its group's events between two
+// resync batches (onEvent): their stream timestamps and trace contexts;
+// and the group the last batch applied.
+type eventNotes struct {
+	mu        sync.Mutex
+	times     []eventTime  // events of the group not yet in a batch
+	traces    spans.Events // their trace contexts, when traced
+	lastGroup *events.Group
+}
+
+type eventTime struct {
+	region string // "" on a single log
+	gen    uint64
+	at     time.Time
+}
+
+// last is the group the last batch applied (nil before the first).
+func (n *eventNotes) last() *events.Group {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.lastGroup
+}
+
+// swap makes g the group the last batch applied and reports whether it
+// was that one already.
+func (n *eventNotes) swap(g *events.Group) (same bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	same = g == n.lastGroup && n.lastGroup != nil
+	n.lastGroup = g
+	return same
+}
+
+// takeTraces removes the trace contexts of the events st includes and
+// returns the oldest one's as parent, the others as links.
+func (n *eventNotes) takeTraces(st *events.State) (trace.SpanContext, []trace.Link) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.traces.Take(func(r string, g uint64) bool { return reflects(st.Generation, st.Regions, r, g) })
 }
 
 // reflects reports whether a state of generation gen and regional vector
@@ -72,44 +119,62 @@ func reflects(gen uint64, regions map[string]uint64, r string, g uint64) bool {
 	return g <= regions[r]
 }
 
-// takeEventTime removes the events st includes and returns the oldest
+// takeTime removes the events st includes and returns the oldest
 // timestamp among them (zero when none).
-func (e *Edge) takeEventTime(st *events.State) time.Time {
-	e.evMu.Lock()
-	defer e.evMu.Unlock()
+func (n *eventNotes) takeTime(st *events.State) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	var oldest time.Time
-	n := 0
-	for _, et := range e.evTimes {
+	k := 0
+	for _, et := range n.times {
 		if !reflects(st.Generation, st.Regions, et.region, et.gen) {
-			e.evTimes[n] = et
-			n++
+			n.times[k] = et
+			k++
 			continue
 		}
 		if oldest.IsZero() || et.at.Before(oldest) {
 			oldest = et.at
 		}
 	}
-	e.evTimes = e.evTimes[:n]
+	n.times = n.times[:k]
 	return oldest
 }
 
-// confirm records st as the state at which the served view was found
-// current.
-func (e *Edge) confirm(st *events.State) {
-	if st.Regions != nil {
-		v := st.Regions
-		e.confirmedRegions.Store(&v)
-	}
-	e.confirmed.Store(st.Generation)
-	e.m.applied.Set(float64(st.Generation))
+// confirmation is the state at which the served view was last found
+// current: its generation and, on merged regional logs, its vector.
+type confirmation struct {
+	gen     atomic.Uint64
+	regions atomic.Pointer[map[string]uint64] // nil on one log
 }
 
-// confirmedReflects reports whether the confirmed state includes
-// generation g of region r's log.
-func (e *Edge) confirmedReflects(r string, g uint64) bool {
+// store records st as the state at which the served view was found
+// current; applied is the gauge of its generation.
+func (c *confirmation) store(st *events.State, applied prometheus.Gauge) {
+	if st.Regions != nil {
+		v := st.Regions
+		c.regions.Store(&v)
+	}
+	c.gen.Store(st.Generation)
+	applied.Set(float64(st.Generation))
+}
+
+// Load is the confirmed generation.
+func (c *confirmation) Load() uint64 { return c.gen.Load() }
+
+// vector is the regional vector of the confirmed state (nil on one log).
+func (c *confirmation) vector() region.Vector {
+	if p := c.regions.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// reflects reports whether the confirmed state includes generation g of
+// region r's log.
+func (c *confirmation) reflects(r string, g uint64) bool {
 	var regions map[string]uint64
-	if p := e.confirmedRegions.Load(); p != nil {
+	if p := c.regions.Load(); p != nil {
 		regions = *p
 	}
-	return reflects(e.confirmed.Load(), regions, r, g)
+	return reflects(c.gen.Load(), regions, r, g)
 }

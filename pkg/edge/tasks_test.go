@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/sessionserver"
 
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
@@ -155,7 +156,7 @@ func TestTasksThroughEdge(t *testing.T) {
 			Tools json.RawMessage `json:"tools"`
 		} `json:"capabilities"`
 	}
-	if err := json.Unmarshal(init, &ir); err != nil || string(ir.Capabilities.Tasks) != string(tasksCapability) || ir.Capabilities.Tools == nil {
+	if err := json.Unmarshal(init, &ir); err != nil || string(ir.Capabilities.Tasks) != string(sessionserver.TasksCapability) || ir.Capabilities.Tools == nil {
 		t.Fatalf("initialize capabilities: %s (%v)", init, err)
 	}
 	var list struct {

@@ -1,12 +1,13 @@
 package edge
 
 import (
-	"context"
 	"crypto/rand"
 	"net/http"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
+	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/edge/sessionserver"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -22,33 +23,23 @@ const newProtocol = admission.FirstNewProtocol
 // maxBody bounds request bodies (the go-sdk's default).
 const maxBody = 4 << 20
 
-// holderKey carries, through the go-sdk handler, the session server a
-// request creates: getServer runs more than once per request.
-type holderKey struct{}
-
-type holder struct {
-	id, kind, protocol string
-	ident              string // the caller's identity (session limits)
-	s                  *session.Session
-}
-
 // mcpHandler serves /mcp. Requests of protocol 2026-07-28 and later go to
 // a stateless go-sdk handler, the rest to a stateful one ("split
 // routing"): session-based clients get a server of their own at
 // initialize, and each 2026-07-28 subscriptions/listen stream gets one for
 // as long as it is open. Other 2026-07-28 requests share one server.
 func (e *Edge) mcpHandler() http.Handler {
-	stateful := mcp.NewStreamableHTTPHandler(e.getStatefulServer, &mcp.StreamableHTTPOptions{
+	stateful := mcp.NewStreamableHTTPHandler(e.servers.Stateful, &mcp.StreamableHTTPOptions{
 		SessionTimeout: e.opts.SessionTimeout, Logger: e.slog})
-	stateless := mcp.NewStreamableHTTPHandler(e.getStatelessServer, &mcp.StreamableHTTPOptions{
+	stateless := mcp.NewStreamableHTTPHandler(e.servers.Stateless, &mcp.StreamableHTTPOptions{
 		Stateless: true, Logger: e.slog})
 	mux := http.NewServeMux()
 	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
-		mux.Handle("GET "+e.bearer.mdPath, e.bearer.meta)
+		mux.Handle("GET "+e.bearer.MetadataPath(), e.bearer.Metadata())
 	}
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(replayHeader) != "" { // a client may not send the edge's own replay marker
-			http.Error(w, "reserved header "+replayHeader, http.StatusBadRequest)
+		if r.Header.Get(rebuild.ReplayHeader) != "" { // a client may not send the edge's own replay marker
+			http.Error(w, "reserved header "+rebuild.ReplayHeader, http.StatusBadRequest)
 			return
 		}
 		r, a, ok := e.admitHTTP(w, r)
@@ -56,7 +47,7 @@ func (e *Edge) mcpHandler() http.Handler {
 		if !ok {
 			return
 		}
-		if e.traced { // the caller's traceparent header (trace.go)
+		if e.spans.On() { // the caller's traceparent header (package spans)
 			r = r.WithContext(tracing.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		}
 		e.serve(stateful, stateless, w, r, a)
@@ -65,18 +56,18 @@ func (e *Edge) mcpHandler() http.Handler {
 }
 
 // initialize serves an initialize of the session-based protocol: the
-// request's own new session server (getStatefulServer), tracked once the
-// go-sdk made it.
+// request's own new session server (package sessionserver), tracked once
+// the go-sdk made it.
 func (e *Edge) initialize(h http.Handler, w http.ResponseWriter, r *http.Request, ident string) {
-	hd := &holder{id: rand.Text(), kind: session.KindSession, ident: ident}
-	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
-	if hd.s != nil {
-		e.reg.Track(hd.s)
+	hd := &sessionserver.Holder{ID: rand.Text(), Kind: session.KindSession, Ident: ident}
+	h.ServeHTTP(w, r.WithContext(sessionserver.WithHolder(r.Context(), hd)))
+	if hd.Session != nil {
+		e.reg.Track(hd.Session)
 	}
 }
 
 // serveStatelessCall answers a 2026-07-28 tools/call itself
-// (statelesscall.go), or leaves it to the go-sdk when it is of another
+// (package direct), or leaves it to the go-sdk when it is of another
 // form than the one answered there.
 func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http.Request) {
 	wb := r.Body.(*wholeBody) // the gate read it whole
@@ -87,7 +78,7 @@ func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http
 	if answered {
 		return
 	}
-	r.Body = wb.again()
+	r.Body = wb.Again()
 	h.ServeHTTP(w, r)
 }
 
@@ -95,23 +86,24 @@ func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http
 // own (edge, and the request of the edge's form) or a go-sdk session
 // server of its own for as long as it is open.
 func (e *Edge) serveListen(h http.Handler, w http.ResponseWriter, r *http.Request, edge bool, ident string) {
-	if edge && e.takeOverListen(w, r, r.Body.(*wholeBody).data) {
+	if edge && e.answers.Listen(w, r, r.Body.(*wholeBody).data) {
 		return
 	}
-	hd := &holder{id: "listen-" + rand.Text(), kind: session.KindListen, protocol: r.Header.Get("Mcp-Protocol-Version"), ident: ident}
-	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), holderKey{}, hd)))
-	if hd.s != nil {
-		e.reg.Forget(hd.s)
+	hd := &sessionserver.Holder{ID: "listen-" + rand.Text(), Kind: session.KindListen, Protocol: r.Header.Get("Mcp-Protocol-Version"), Ident: ident}
+	h.ServeHTTP(w, r.WithContext(sessionserver.WithHolder(r.Context(), hd)))
+	if hd.Session != nil {
+		e.reg.Forget(hd.Session)
 	}
 }
 
-// postStateless answers a 2026-07-28 tools/call with statelessCall. One
+// postStateless answers a 2026-07-28 tools/call with
+// Answers.StatelessCall. One
 // answered on a connection that may become a call lane is not written:
-// postStateless returns its response, counted in e.posting, for runLane
-// (as Edge.post).
+// postStateless returns its response, counted in e.posting, for the lane
+// (lane.Server.Run), as serveHeld does.
 func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte) (lw *lane.Writer, answered bool) {
 	if !e.lanes.Eligible(r) {
-		if answered = e.statelessCall(w, r, body); answered {
+		if answered = e.answers.StatelessCall(w, r, body); answered {
 			e.lanes.PlainCall(r)
 		}
 		return nil, answered
@@ -123,41 +115,8 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 		}
 	}()
 	held := lane.NewWriter()
-	if e.statelessCall(held, r, body) {
+	if e.answers.StatelessCall(held, r, body) {
 		return held, true
 	}
 	return nil, false
-}
-
-// getStatefulServer is the go-sdk's getServer: a map lookup for a known
-// session, the request's own new server for an initialize.
-func (e *Edge) getStatefulServer(r *http.Request) *mcp.Server {
-	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		if s := e.reg.Lookup(sid); s != nil {
-			return s.Server()
-		}
-		return nil // the go-sdk answers 404 for the unknown session
-	}
-	return e.held(r)
-}
-
-func (e *Edge) getStatelessServer(r *http.Request) *mcp.Server {
-	if srv := e.held(r); srv != nil {
-		return srv
-	}
-	return e.shared.Server()
-}
-
-// held returns the server of the request's holder, creating it on first
-// use; nil when the request carries no holder.
-func (e *Edge) held(r *http.Request) *mcp.Server {
-	hd, _ := r.Context().Value(holderKey{}).(*holder)
-	if hd == nil {
-		return nil
-	}
-	if hd.s == nil {
-		hd.s = e.newSession(hd.id, hd.kind, hd.protocol, hd.ident)
-		e.reg.Open(hd.s)
-	}
-	return hd.s.Server()
 }

@@ -20,7 +20,7 @@ import (
 // edge subscribes once per resource on the owning backend's pooled
 // session (backend.Pool.Subscribe) and keeps here which of its sessions
 // subscribed. A backend's notifications/resources/updated is owed to each
-// of them and written on its standalone stream (stream.go), merged per
+// of them and written on its standalone stream (package session), merged per
 // URI while the client is not reading. A session's subscriptions are in
 // its record: an edge that rebuilds a moved session subscribes again.
 // A 2026-07-28 subscriptions/listen with resourceSubscriptions is served

@@ -10,7 +10,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
-// Message is a message fastCall handles: a tools/call request, or a
+// Message is a message direct.Answers.SessionCall handles: a tools/call request, or a
 // notifications/cancelled.
 type Message struct {
 	Method   string
@@ -21,7 +21,7 @@ type Message struct {
 }
 
 // ParseMessage parses data as a single tools/call request or
-// notifications/cancelled with nothing beyond the members fastCall
+// notifications/cancelled with nothing beyond the members SessionCall
 // handles (member names matched exactly, none twice): the gate's parse
 // (admission.ParseBody), the one every decision about a request reads,
 // of a body whose one message is Plain.

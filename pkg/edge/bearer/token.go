@@ -1,4 +1,4 @@
-package edge
+package bearer
 
 import (
 	"context"
@@ -96,11 +96,20 @@ func verifiedOf(ctx context.Context) *verifiedToken {
 	return vt
 }
 
-// ownerOf is sessionstore.OwnerHash(ident) for request r, taken from its
+// OwnerOf is sessionstore.OwnerHash(ident) for request r, taken from its
 // verified token when ident is the token's user (computed once per token).
-func ownerOf(r *http.Request, ident string) string {
+func OwnerOf(r *http.Request, ident string) string {
 	if vt := verifiedOf(r.Context()); vt != nil && vt.ti.UserID == ident {
 		return vt.owner
 	}
 	return sessionstore.OwnerHash(ident)
+}
+
+// Carry returns ctx carrying the verified token from carries; ctx when
+// from carries none.
+func Carry(from, ctx context.Context) context.Context {
+	if vt := verifiedOf(from); vt != nil {
+		return withVerified(ctx, vt)
+	}
+	return ctx
 }

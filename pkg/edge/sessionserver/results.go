@@ -1,12 +1,12 @@
-package edge
+package sessionserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
@@ -21,17 +21,17 @@ import (
 // execution member needs nothing here: lists serve the definitions the
 // view holds, at the session's revision (view.Project).
 
-// tasksCapability is the edge's tasks capability: tasks/list, tasks/cancel
+// TasksCapability is the edge's tasks capability: tasks/list, tasks/cancel
 // and task-augmented tools/call.
-var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+var TasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
-// taskFields is the session servers' outermost middleware: on a session
+// results is the session servers' outermost middleware: on a session
 // of the session-based protocol, it adds the tasks capability to a
 // 2025-11-25 initialize in passthrough mode, and drops the 2026-07-28
 // cache members from resources/read results; on a 2026-07-28 request, it
 // marks the results the go-sdk marks only for its own handlers (tools/call,
 // prompts/get, resources/read) with resultType "complete" (completed).
-func (e *Edge) taskFields(s *session.Session) mcp.Middleware {
+func (sv *Servers) results(s *session.Session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
@@ -43,7 +43,7 @@ func (e *Edge) taskFields(s *session.Session) mcp.Middleware {
 			}
 			switch r := res.(type) {
 			case *mcp.InitializeResult:
-				if e.opts.Mode == ModePassthrough && r.ProtocolVersion >= view.Rev20251125 {
+				if sv.o.Passthrough && r.ProtocolVersion >= view.Rev20251125 {
 					return &initializeWithTasks{r}, nil
 				}
 			case *mcp.ReadResourceResult:
@@ -74,7 +74,7 @@ func (r *initializeWithTasks) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	caps["tasks"] = tasksCapability
+	caps["tasks"] = TasksCapability
 	if m["capabilities"], err = json.Marshal(caps); err != nil {
 		return nil, err
 	}
@@ -91,10 +91,6 @@ type readAtRevision struct {
 func (r *readAtRevision) MarshalJSON() ([]byte, error) {
 	return view.WithoutNewer(r.ReadResourceResult, r.rev)
 }
-
-// resultComplete is the member the 2026-07-28 revision requires on a
-// result that needs no more input from the client.
-const resultComplete = `"resultType":"complete"`
 
 // completed is res as a 2026-07-28 result: a tools/call, prompts/get or
 // resources/read result the edge made from a backend's is marked
@@ -127,20 +123,5 @@ func (r *completeResult) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return markComplete(b), nil
-}
-
-// markComplete adds resultType "complete" to enc, the encoding of a
-// result object of the go-sdk (which writes the member last when it has
-// it, as "complete" here: a result needing input is never marked).
-func markComplete(enc []byte) []byte {
-	if len(enc) < 2 || enc[0] != '{' || bytes.HasSuffix(enc, []byte(resultComplete+"}")) {
-		return enc
-	}
-	out := make([]byte, 0, len(enc)+len(resultComplete)+1)
-	out = append(append(out, '{'), resultComplete...)
-	if rest := bytes.TrimSpace(enc[1:]); len(rest) > 0 && rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, enc[1:]...)
+	return fastpath.MarkComplete(b), nil
 }

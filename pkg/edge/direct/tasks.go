@@ -1,4 +1,4 @@
-package edge
+package direct
 
 import (
 	"bytes"
@@ -11,9 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
-	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Tasks (MCP 2025-11-25, experimental) through the edge. A client of the
@@ -21,11 +19,11 @@ import (
 // definition says execution.taskSupport "optional" or "required"; the
 // edge advertises the tasks capability (list, cancel, tools/call) and
 // serves each tool's execution member in tools/list as the backend gave
-// it (lists serve the definitions the view holds; taskfields.go).
+// it (lists serve the definitions the view holds; package sessionserver).
 //
 // The go-sdk knows no task method, so the edge answers them before it:
 // a tools/call with params.task and tasks/get, tasks/result, tasks/cancel
-// and tasks/list of a session held here (Edge.post). A task lives at the
+// and tasks/list of a session held here (Answers.Task). A task lives at the
 // backend whose tool made it, which knows the edge's pooled session only,
 // not the client: every task a session creates is kept in that session's
 // table (and its session record, so that an edge that rebuilds the
@@ -77,32 +75,32 @@ func taskRequest(data []byte) (m taskMessage, params map[string]json.RawMessage,
 	return m, params, true
 }
 
-// serveTask answers r, a POST of session s, when it is a task method
+// Task answers r, a POST of session s, when it is a task method
 // (taskRequest); it reports whether it did.
-func (e *Edge) serveTask(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
-	if s.Kind() != session.KindSession || e.opts.Mode != ModePassthrough || s.Flags()&session.FlagInitialized == 0 {
+func (a *Answers) Task(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
+	if s.Kind() != session.KindSession || !a.o.Passthrough || s.Flags()&session.FlagInitialized == 0 {
 		return false
 	}
-	wb, ok := r.Body.(*wholeBody)
+	wb, ok := r.Body.(Body)
 	if !ok {
 		return false
 	}
-	m, params, ok := taskRequest(wb.data)
+	m, params, ok := taskRequest(wb.Bytes())
 	if !ok {
 		return false
 	}
-	e.calls.Begin()
-	defer e.calls.End()
+	a.o.Calls.Begin()
+	defer a.o.Calls.End()
 	x := &mcp.RequestExtra{TokenInfo: goauth.TokenInfoFromContext(r.Context()), Header: r.Header}
 	var res json.RawMessage
 	var rerr *jsonrpc.Error
 	switch m.Method {
 	case "tools/call":
-		res, rerr = e.calls.TaskCall(r.Context(), s, x, params)
+		res, rerr = a.o.Calls.TaskCall(r.Context(), s, x, params)
 	case "tasks/list":
-		res, rerr = e.calls.ListTasks(r.Context(), s, params)
+		res, rerr = a.o.Calls.ListTasks(r.Context(), s, params)
 	default:
-		res, rerr = e.calls.TaskMethod(r.Context(), s, m.Method, params)
+		res, rerr = a.o.Calls.TaskMethod(r.Context(), s, m.Method, params)
 	}
 	writeRPC(w, m.ID, res, rerr)
 	return true
@@ -130,23 +128,4 @@ func writeRPC(w http.ResponseWriter, id, res json.RawMessage, rerr *jsonrpc.Erro
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
-}
-
-// tasksChanged writes the task table of s into its record.
-func (e *Edge) tasksChanged(s *session.Session) {
-	if t := s.Tasks(false); t != nil && s.Record().SetTasks(t.Refs()) {
-		e.recs.Enqueue(s)
-	}
-}
-
-// restoreTasks fills the table of s, rebuilt here from its stored record,
-// with the record's tasks.
-func restoreTasks(s *session.Session, refs []sessionstore.TaskRef) {
-	if len(refs) == 0 {
-		return
-	}
-	t := s.Tasks(true)
-	for _, r := range refs { // bounded and checked by the store
-		t.Add(calls.TaskID(r.Backend, r.ID), r)
-	}
 }

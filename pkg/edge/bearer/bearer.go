@@ -1,4 +1,4 @@
-package edge
+package bearer
 
 import (
 	"errors"
@@ -14,10 +14,10 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
 )
 
-// AuthOptions make the edge an OAuth 2.1 resource server (Options.Auth):
-// every request to /mcp needs a JWT access token of Issuer for Audience
-// with Scopes. The caller's identity is the token's iss and sub.
-type AuthOptions struct {
+// Options make the edge an OAuth 2.1 resource server: every request to
+// /mcp needs a JWT access token of Issuer for Audience with Scopes. The
+// caller's identity is the token's iss and sub.
+type Options struct {
 	// Issuer is the authorization server whose tokens are accepted.
 	Issuer string
 	// JWKSURL is where its keys are; empty: from the issuer's metadata.
@@ -37,9 +37,19 @@ type AuthOptions struct {
 	MinRefetchInterval time.Duration
 }
 
-// bearer is the edge's resource-server side: the verifier, the RFC 9728
-// metadata, and the subjects the policy sees for verified tokens.
-type bearer struct {
+// Throttle is the limit of failed authentications per client address
+// (the rate limits of the policy in force).
+type Throttle interface {
+	// Blocked is the refusal of a request from addr, which failed too
+	// often to be verified at all; nil when it may be verified.
+	Blocked(now time.Time, addr string) *admission.Refusal
+	// Failed charges addr with a failed authentication.
+	Failed(now time.Time, addr string)
+}
+
+// Authenticator is the edge's resource-server side: the verifier, the RFC
+// 9728 metadata, and the subjects the policy sees for verified tokens.
+type Authenticator struct {
 	v           *auth.Verifier
 	resourceURL string
 	mdPath      string
@@ -47,18 +57,19 @@ type bearer struct {
 	meta        http.Handler
 	results     *prometheus.CounterVec
 	ok          prometheus.Counter // results{ok}
+	throttle    Throttle
 }
 
-// errAuthOptions: Options.Auth cannot be used.
+// errAuthOptions: the Options cannot be used.
 var errAuthOptions = errors.New("edge: auth options")
 
-// newBearer builds the verifier for o; listen is the MCP listener's
-// address (the default resource URL).
-func newBearer(o *AuthOptions, identityHeader, listen string, reg prometheus.Registerer) (*bearer, error) {
+// New builds the verifier for o; listen is the MCP listener's address
+// (the default resource URL).
+func New(o *Options, identityHeader, listen string, throttle Throttle, reg prometheus.Registerer) (*Authenticator, error) {
 	if identityHeader != "" {
 		return nil, fmt.Errorf("%w: an identity header and a token issuer exclude each other", errAuthOptions)
 	}
-	b := &bearer{resourceURL: o.ResourceURL}
+	b := &Authenticator{resourceURL: o.ResourceURL, throttle: throttle}
 	if b.resourceURL == "" {
 		b.resourceURL = "http://" + listen + "/mcp"
 	}
@@ -88,26 +99,25 @@ func newBearer(o *AuthOptions, identityHeader, listen string, reg prometheus.Reg
 // the edge's owner hashes.
 func tokenUser(id *auth.Identity) string { return id.Issuer + " " + id.Subject }
 
-// authenticate verifies r's bearer token (when the edge has a token
+// Authenticate verifies r's bearer token (when the edge has a token
 // issuer) and returns r carrying the go-sdk's TokenInfo for it; or the
 // refusal: 401 with the challenge, 403 for a missing scope, 503 while the
 // issuer's keys are unknown. Errors name the reason only (never the
 // token).
-func (e *Edge) authenticate(r *http.Request) (*http.Request, *admission.Refusal) {
-	b := e.bearer
+func (b *Authenticator) Authenticate(r *http.Request) (*http.Request, *admission.Refusal) {
 	if b == nil {
 		return r, nil
 	}
 	now, addr := time.Now(), ratelimit.ClientAddr(r.RemoteAddr)
-	if d := e.limits.l.AuthBlocked(now, addr); !d.Allowed {
-		return r, e.limits.refusal(d) // too many failures from here: not verified at all
+	if f := b.throttle.Blocked(now, addr); f != nil {
+		return r, f // too many failures from here: not verified at all
 	}
 	id, err := b.v.VerifyRequest(r)
 	if err != nil {
 		reason := auth.Reason(err)
 		switch reason { // a forged or foreign token; not an expired one, nor the first step of discovery (none)
 		case "malformed", "bad_signature", "unknown_key", "wrong_issuer", "wrong_audience":
-			e.limits.l.FailedAuth(now, addr)
+			b.throttle.Failed(now, addr)
 		}
 		b.results.WithLabelValues("refused", reason).Inc()
 		status, challenge := auth.Challenge(err, b.mdURL)
@@ -135,3 +145,13 @@ type discardWriter struct{}
 func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
+
+// MetadataPath is the path of the RFC 9728 metadata, where clients learn
+// how to get a token; Metadata serves it.
+func (b *Authenticator) MetadataPath() string { return b.mdPath }
+
+// Metadata serves the RFC 9728 metadata.
+func (b *Authenticator) Metadata() http.Handler { return b.meta }
+
+// Results counts the authentications, by result (ok, refused) and reason.
+func (b *Authenticator) Results() *prometheus.CounterVec { return b.results }

@@ -1,72 +1,72 @@
-package edge
+package sessionserver
 
 import (
 	"context"
 	"encoding/json"
 	"strings"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/calls"
-	"github.com/fleetgate/fleetgate/pkg/edge/session"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/calls"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
 // receiving answers a session's lists from its applied served value and
 // routes its calls by the edge's current view; it records the negotiated
 // protocol version. Everything else goes to the go-sdk.
-func (e *Edge) receiving(s *session.Session) mcp.Middleware {
+func (sv *Servers) receiving(s *session.Session) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-			if e.traced && method != "tools/call" && !strings.HasPrefix(method, "notifications/") {
+			if sv.o.Spans.On() && method != "tools/call" && !strings.HasPrefix(method, "notifications/") {
 				var end func(error)
-				ctx, end = e.traceRequest(ctx, s, method, req)
+				ctx, end = sv.o.Spans.Request(ctx, s, method, req)
 				defer func() { end(err) }()
 			}
-			if res, handled, err := e.calls.Optimizer(ctx, s, req, revision(s)); handled {
+			if res, handled, err := sv.o.Calls.Optimizer(ctx, s, req, revision(s)); handled {
 				return res, err
 			}
 			switch req.(type) {
 			case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest:
 				// Who last listed: a policy change is compared for it.
-				s.SetSubject(e.calls.Subject(calls.TokenInfoOf(req.GetExtra()), e.calls.IdentityOf(req.GetExtra())))
+				s.SetSubject(sv.o.Calls.Subject(calls.TokenInfoOf(req.GetExtra()), sv.o.Calls.IdentityOf(req.GetExtra())))
 			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return e.cached(view.ListTools(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return sv.cached(view.ListTools(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.ListPromptsRequest:
-				return e.cached(view.ListPrompts(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return sv.cached(view.ListPrompts(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.ListResourcesRequest:
-				return e.cached(view.ListResources(e.calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return sv.cached(view.ListResources(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.CallToolRequest:
-				c := calls.Call{Session: s, Ident: e.calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
+				c := calls.Call{Session: s, Ident: sv.o.Calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
 					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
-					Relay: e.calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())}
+					Relay: sv.o.Calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())}
 				if s.Kind() != session.KindSession { // a client of the stateless generation
 					if c.Stateless, err = calls.StatelessOf(r); err != nil {
 						return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 					}
 				}
-				reply := e.calls.Run(ctx, c)
+				reply := sv.o.Calls.Run(ctx, c)
 				if je := calls.ClientError(reply); je != nil && s.Kind() != session.KindSession {
 					return nil, je // a 2026-07-28 caller gets the backend's -32021 as it is
 				}
 				return reply.Decoded(), nil
 			case *mcp.GetPromptRequest:
-				res, err := e.calls.GetPrompt(ctx, r)
+				res, err := sv.o.Calls.GetPrompt(ctx, r)
 				return result(res, clientError(s, err))
 			case *mcp.ReadResourceRequest:
-				res, err := e.calls.ReadResource(ctx, r)
+				res, err := sv.o.Calls.ReadResource(ctx, r)
 				if err != nil {
 					return nil, clientError(s, err)
 				}
-				return e.cached(res, nil)
+				return sv.cached(res, nil)
 			case *mcp.ListResourceTemplatesRequest:
-				return e.cached(view.ListTemplates(e.calls.Templates(), revision(s)), nil)
+				return sv.cached(view.ListTemplates(sv.o.Calls.Templates(), revision(s)), nil)
 			case *mcp.CompleteRequest:
-				res, err := e.calls.Complete(ctx, r)
+				res, err := sv.o.Calls.Complete(ctx, r)
 				return result(res, clientError(s, err))
 			}
 			res, err = next(ctx, method, req)
@@ -78,10 +78,10 @@ func (e *Edge) receiving(s *session.Session) mcp.Middleware {
 				}
 			}
 			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && err == nil && r.Params != nil {
-				e.levelSet(s, string(r.Params.Level))
+				sv.o.Evidence.LevelSet(s, string(r.Params.Level))
 			}
 			if method == "notifications/initialized" && err == nil {
-				s.SetFlags(session.FlagInitialized) // calls may take Edge.fastCall now
+				s.SetFlags(session.FlagInitialized) // calls may be answered without the go-sdk now (package direct)
 			}
 			return res, err
 		}
@@ -95,7 +95,7 @@ func revision(s *session.Session) string {
 	if s.Kind() == session.KindSession {
 		return s.ProtocolVersion()
 	}
-	return newProtocol
+	return admission.FirstNewProtocol
 }
 
 // callMeta is the _meta of a call to pass on to its backend: the client's
@@ -125,7 +125,7 @@ func callMeta(m mcp.Meta) json.RawMessage {
 // policy filtered for its caller is "private", any other keeps the scope
 // it has ("public" when unset); ttlMs stays as it is (0 for the edge's
 // lists, which change with every generation).
-func (e *Edge) cached(res mcp.Result, err error) (mcp.Result, error) {
+func (sv *Servers) cached(res mcp.Result, err error) (mcp.Result, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (e *Edge) cached(res mcp.Result, err error) (mcp.Result, error) {
 	}
 	if c != nil {
 		switch {
-		case e.calls.Policy() != nil:
+		case sv.o.Calls.Policy() != nil:
 			c.CacheScope = "private"
 		case c.CacheScope == "":
 			c.CacheScope = "public"

@@ -1,4 +1,4 @@
-package edge
+package direct
 
 import (
 	"context"
@@ -18,38 +18,38 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 )
 
-// fastCall answers a plain tools/call POST of an initialized session
+// SessionCall answers a plain tools/call POST of an initialized session
 // without the go-sdk server: the go-sdk decodes each message several times
 // with a decoder that allocates tens of KB per value, which made up most
 // of the edge's cost of a call. The call runs exactly what the session's
-// middleware would run for it (the call trail, Edge.runCall), and the
+// middleware would run for it (the call trail, calls.Plane.Run), and the
 // response is one application/json JSON-RPC response (a streamable HTTP
 // server may answer a POST with JSON or an event stream).
 //
 // Anything else is left to the go-sdk, which then gets r unchanged (its
-// body readable again) and fastCall reports false: other methods, batches,
+// body readable again) and SessionCall reports false: other methods, batches,
 // requests with _meta (progress tokens), sessions whose client may be
-// asked something during a call or set a log level (relay.go), members
+// asked something during a call or set a log level (package calls relays), members
 // the go-sdk would reject,
 // headers it would refuse, an optimizer edge (its meta-tools), and edges
 // with Options.SessionTimeout (the go-sdk's idle timer is renewed only by
 // requests it serves). A notifications/cancelled naming a call answered
 // here cancels it and still goes on to the go-sdk, which ignores it.
-func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
-	if e.opts.Mode != ModePassthrough || e.opts.SessionTimeout != 0 || s.Kind() != session.KindSession ||
+func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
+	if !a.o.Passthrough || a.o.SessionTimeout != 0 || s.Kind() != session.KindSession ||
 		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
 		return false
 	}
-	wb, ok := r.Body.(*wholeBody) // read whole and parsed by the gate
+	wb, ok := r.Body.(Body) // read whole and parsed by the gate
 	if !ok {
 		return false
 	}
-	msg, ok := wb.message()
+	msg, ok := wb.Message()
 	if !ok || !msg.Plain {
 		return false
 	}
 	restore := func() bool {
-		r.Body = wb.again() // unread, whole: the go-sdk reads it next
+		r.Body = wb.Again() // unread, whole: the go-sdk reads it next
 		return false
 	}
 	if msg.Method == "notifications/cancelled" {
@@ -77,7 +77,7 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 	}()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
-	reply, err := e.answerCall(ctx, s, req, lane.Closings(w))
+	reply, err := a.answerCall(ctx, s, req, lane.Closings(w))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if err == nil && reply.Raw != nil {
@@ -116,10 +116,10 @@ func (e *Edge) fastCall(w http.ResponseWriter, r *http.Request, s *session.Sessi
 }
 
 // answerCall runs a tools/call as the session's middleware chain does
-// (Edge.evidence, then Edge.receiving).
+// (package sessionserver).
 // later is where a call lane takes the backend bodies it closes after
 // answering (nil elsewhere).
-func (e *Edge) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
-	return e.calls.Run(ctx, calls.Call{Session: s, Ident: e.calls.IdentityOf(req.GetExtra()), TokenInfo: calls.TokenInfoOf(req.GetExtra()), Name: req.Params.Name,
-		Args: req.Params.Arguments, Later: later, Relay: e.calls.RelayFor(ctx, s, req.Session, nil)}), nil
+func (a *Answers) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
+	return a.o.Calls.Run(ctx, calls.Call{Session: s, Ident: a.o.Calls.IdentityOf(req.GetExtra()), TokenInfo: calls.TokenInfoOf(req.GetExtra()), Name: req.Params.Name,
+		Args: req.Params.Arguments, Later: later, Relay: a.o.Calls.RelayFor(ctx, s, req.Session, nil)}), nil
 }

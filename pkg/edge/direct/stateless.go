@@ -1,4 +1,4 @@
-package edge
+package direct
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // version, capabilities and info in the request's _meta. The go-sdk's
 // stateless handler makes a server session for each and decodes _meta
 // with its decoder, which made a tools/call through the edge cost 2.5
-// times a direct one. statelessCall answers the plain form itself, as the
+// times a direct one. StatelessCall answers the plain form itself, as the
 // go-sdk would: the header checks of the go-sdk (Mcp-Method, Mcp-Name
 // equal to the body's), _meta checked as for a listen request, the call
 // run as the shared session's middleware runs it, and the result marked
@@ -28,26 +28,26 @@ import (
 // resultType "complete", as the go-sdk marks results of the new protocol. Anything else goes to the go-sdk:
 // other methods, batches, members beyond name and arguments. A call's
 // Mcp-Param-* headers are checked against its arguments, as the go-sdk
-// checks them for its own tools (paramheaders.go).
+// checks them for its own tools (refuseParamHeaders).
 
-// statelessCall answers body, a POST of the new protocol, when it is a
+// StatelessCall answers body, a POST of the new protocol, when it is a
 // plain tools/call; it reports false, having written nothing, otherwise.
-func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if e.opts.Mode != ModePassthrough || e.opts.paths.goSDKStateless || !fastpath.StatelessCallHeaders(r) {
+func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !a.o.Passthrough || a.o.GoSDKStateless || !fastpath.StatelessCallHeaders(r) {
 		return false
 	}
 	msg, ok := fastpath.ParseStatelessCall(body)
-	if !ok || r.Header.Get("Mcp-Name") != msg.Name || e.calls.SpeaksStateless(msg.Name) {
+	if !ok || r.Header.Get("Mcp-Name") != msg.Name || a.o.Calls.SpeaksStateless(msg.Name) {
 		return false // a backend of the same revision: the go-sdk's path passes input requests
 	}
-	if e.refuseParamHeaders(w, r, msg.Name, msg.ID, msg.Args) {
+	if a.refuseParamHeaders(w, r, msg.Name, msg.ID, msg.Args) {
 		return true
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Name, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
-	reply, err := e.answerCall(ctx, e.shared, req, lane.Closings(w))
+	reply, err := a.answerCall(ctx, a.o.Shared, req, lane.Closings(w))
 	if je := calls.ClientError(reply); je != nil && err == nil {
 		err = je // the backend's -32021, passed on as the revision says
 	}
@@ -68,8 +68,8 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 		// The backend's result as it came, its _meta the server's info,
 		// marked complete (a plain result has no resultType).
 		out = append(out, `,"result":{"_meta":{"`+fastpath.ServerInfoKey+`":`...)
-		out = append(out, e.implJSON...)
-		out = append(append(out, "},"...), resultComplete...)
+		out = append(out, a.implJSON...)
+		out = append(append(out, "},"...), fastpath.ResultComplete...)
 		if rest := bytes.TrimSpace(reply.Raw[1:]); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
 		}
@@ -80,7 +80,7 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 			res.Meta = mcp.Meta{}
 		}
 		if _, ok := res.Meta[fastpath.ServerInfoKey]; !ok {
-			res.Meta[fastpath.ServerInfoKey] = e.impl
+			res.Meta[fastpath.ServerInfoKey] = a.o.Impl
 		}
 		enc, err := json.Marshal(res)
 		if err != nil {
@@ -89,7 +89,7 @@ func (e *Edge) statelessCall(w http.ResponseWriter, r *http.Request, body []byte
 			break
 		}
 		if !res.NeedsInput() {
-			enc = markComplete(enc)
+			enc = fastpath.MarkComplete(enc)
 		}
 		out = append(append(append(out, `,"result":`...), enc...), '}')
 	}
@@ -111,4 +111,29 @@ func errorStatus(code int64) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
+}
+
+// refuseParamHeaders checks a 2026-07-28 tools/call (body, of JSON-RPC
+// id id) against the Mcp-Param-* headers of r when its tool binds
+// arguments to headers; on a mismatch it answers as the go-sdk does (400,
+// CodeHeaderMismatch) and reports true.
+func (a *Answers) refuseParamHeaders(w http.ResponseWriter, r *http.Request, name string, id, args json.RawMessage) bool {
+	bindings := a.o.Calls.ParamBindings(auth.TokenInfoFromContext(r.Context()), a.o.Identity(r), name)
+	if len(bindings) == 0 {
+		return false
+	}
+	err := fastpath.CheckParamHeaders(r.Header, args, bindings)
+	if err == nil {
+		return false
+	}
+	enc, _ := json.Marshal(&jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()})
+	out := append([]byte(`{"jsonrpc":"2.0"`), `,"id":`...)
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out = append(append(append(append(out, id...), `,"error":`...), enc...), '}')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(out)
+	return true
 }

@@ -1,10 +1,11 @@
-package edge
+package direct
 
 import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -13,10 +14,10 @@ import (
 )
 
 // A 2026-07-28 client hears of list changes on a subscriptions/listen
-// stream: a POST whose event stream stays open. view.Served by the go-sdk, each
+// stream: a POST whose event stream stays open. Served by the go-sdk, each
 // such stream held a go-sdk server and session, four goroutines with deep
 // stacks and their buffers (66 KiB at 5,000 streams). The edge takes the
-// common request over, as it does a standalone GET stream (streamconn.go):
+// common request over, as it does a standalone GET stream (package session):
 // it answers with the acknowledgement the go-sdk sends, then with one
 // list_changed per changed kind the client subscribed to, each carrying
 // the listen request's id as the go-sdk stamps it.
@@ -49,21 +50,21 @@ func listenFrames(id json.RawMessage, subs uint8) (ack []byte, frames *[3][]byte
 	return ack, frames
 }
 
-// takeOverListen serves the listen request body on a hijacked connection.
+// Listen serves the listen request body on a hijacked connection.
 // It reports false, having written nothing, when the go-sdk is to serve
 // it.
-func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (a *Answers) Listen(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !fastpath.ListenHeaders(r) {
 		return false
 	}
-	lr, ok := fastpath.ParseListen(body, newProtocol)
+	lr, ok := fastpath.ParseListen(body, admission.FirstNewProtocol)
 	if !ok {
 		return false
 	}
-	if !e.hj.Hold() { // before the hijack: see Edge.takeOver
+	if !a.o.Hijacks.Hold() { // before the hijack
 		return false
 	}
-	defer e.hj.Done()
+	defer a.o.Hijacks.Done()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
@@ -73,13 +74,13 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 		session.Refuse(conn, http.StatusBadRequest, "no request may follow a stream's request on its connection")
 		return true
 	}
-	ident, _ := e.identity(r)
-	s := e.reg.New("listen-"+rand.Text(), session.KindListen, newProtocol, ident)
+	ident := a.o.Identity(r)
+	s := a.o.Sessions.New("listen-"+rand.Text(), session.KindListen, admission.FirstNewProtocol, ident)
 	s.Listen(lr.Subs)
-	s.SetSubject(e.calls.Subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
-	e.reg.Open(s)
+	s.SetSubject(a.o.Calls.Subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
+	a.o.Open(r, s)
 	if !s.Attach(conn, append(session.StreamHead(), ack...), frames) {
-		e.reg.Forget(s) // refused: the edge is shutting down
+		a.o.Sessions.Forget(s) // refused: the edge is shutting down
 	}
 	return true
 }

@@ -1,4 +1,4 @@
-package edge
+package bearer
 
 import (
 	"context"
@@ -75,10 +75,10 @@ func TestTokenContext(t *testing.T) {
 
 	// ownerOf takes the token's hash only for the token's own user.
 	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
-	if got := ownerOf(r, vt.ti.UserID); got != vt.owner {
-		t.Fatalf("ownerOf the token's user %q", got)
+	if got := OwnerOf(r, vt.ti.UserID); got != vt.owner {
+		t.Fatalf("OwnerOf the token's user %q", got)
 	}
-	if got := ownerOf(r, "someone else"); got != sessionstore.OwnerHash("someone else") {
-		t.Fatalf("ownerOf another identity %q", got)
+	if got := OwnerOf(r, "someone else"); got != sessionstore.OwnerHash("someone else") {
+		t.Fatalf("OwnerOf another identity %q", got)
 	}
 }
