@@ -15,6 +15,7 @@ type limitConfig struct {
 	maxSessions, maxPerIdentity, maxConnections int
 	maxBody, maxInitialize, maxBackendResponse  int64
 	headerTimeout, bodyTimeout, idleTimeout     time.Duration
+	writeTimeout                                time.Duration
 }
 
 func (c *limitConfig) flags(fs *flag.FlagSet) {
@@ -31,6 +32,8 @@ func (c *limitConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.headerTimeout, "header-timeout", 10*time.Second, "deadline for reading a request's head (extension)")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", 30*time.Second, "deadline for reading a request's body (extension)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections waiting longer for a request are closed (extension)")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", edge.DefaultWriteTimeout,
+		"a client that takes no part (64 KiB) of a response or stream write for this long is dropped and counted in fleetgate_edge_slow_clients_dropped_total (extension)")
 }
 
 func (c *limitConfig) check() error {
@@ -45,8 +48,8 @@ func (c *limitConfig) check() error {
 		return fmt.Errorf("invalid value 0 for flag -max-sessions or -max-sessions-per-identity: want a positive cap or a negative value for none")
 	case c.maxConnections <= 0:
 		return fmt.Errorf("invalid value %d for flag -max-connections: want a positive count", c.maxConnections)
-	case c.headerTimeout <= 0 || c.bodyTimeout <= 0 || c.idleTimeout <= 0:
-		return fmt.Errorf("invalid duration: -header-timeout, -body-timeout and -idle-timeout must be positive")
+	case c.headerTimeout <= 0 || c.bodyTimeout <= 0 || c.idleTimeout <= 0 || c.writeTimeout <= 0:
+		return fmt.Errorf("invalid duration: -header-timeout, -body-timeout, -idle-timeout and -write-timeout must be positive")
 	}
 	return nil
 }
@@ -56,5 +59,5 @@ func (c *limitConfig) apply(o *edge.Options) {
 	o.Limits = admission.Options{MaxBodyBytes: c.maxBody, MaxInitializeBytes: c.maxInitialize,
 		MaxSessions: c.maxSessions, MaxSessionsPerIdentity: c.maxPerIdentity}
 	o.MaxConnections, o.MaxBackendResponse = c.maxConnections, c.maxBackendResponse
-	o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout = c.headerTimeout, c.bodyTimeout, c.idleTimeout
+	o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout, o.WriteTimeout = c.headerTimeout, c.bodyTimeout, c.idleTimeout, c.writeTimeout
 }

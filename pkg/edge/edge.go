@@ -129,10 +129,18 @@ type Options struct {
 	// MaxConnections caps the open MCP connections (default 16384): one
 	// more is answered 503 and closed at once.
 	MaxConnections int
+	// WriteTimeout bounds every write to an MCP connection (responses,
+	// streams, call lanes), 64 KiB at a time: a client that takes nothing
+	// for this long is dropped and counted (default DefaultWriteTimeout;
+	// negative: none).
+	WriteTimeout time.Duration
 	// TracerProvider receives the edge's spans (trace.go); nil: the global
 	// one (package tracing installs it), a no-op unless tracing is on.
 	TracerProvider trace.TracerProvider
 }
+
+// DefaultWriteTimeout is Options.WriteTimeout's default.
+const DefaultWriteTimeout = 30 * time.Second
 
 // DefaultMaxBackendResponse is Options.MaxBackendResponse's default.
 const DefaultMaxBackendResponse = backend.DefaultMaxResponse
@@ -180,6 +188,7 @@ func (o *Options) withDefaults() Options {
 	durDef(&c.HeaderTimeout, 10*time.Second)
 	durDef(&c.BodyTimeout, 30*time.Second)
 	durDef(&c.IdleTimeout, 2*time.Minute)
+	durDef(&c.WriteTimeout, DefaultWriteTimeout)
 	if c.MaxConnections == 0 {
 		c.MaxConnections = 16384
 	}
@@ -410,7 +419,8 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.follow(ctx, watch) })
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
 	stopRecords := e.startRecords()
-	serve(mcpSrv, h1.LimitListener(e.mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
+	mcpLn := h1.WriteDeadlineListener(e.mcpLn, e.opts.WriteTimeout, e.m.slowDropped.Inc)
+	serve(mcpSrv, h1.LimitListener(mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
 	serve(mcpSrv, e.lanes.Listener(), "mcp (call lanes given back)")
 	serve(adminSrv, e.adminLn, "admin")
 	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")

@@ -28,6 +28,7 @@ type metrics struct {
 	streams       prometheus.Gauge
 	connRefused   prometheus.Counter
 	idleEnded     prometheus.Counter
+	slowDropped   prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -63,10 +64,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Sessions ended after Options.SessionIdleTimeout without a request."}),
 		connRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_connections_refused_total",
 			Help: "MCP connections closed at once because Options.MaxConnections were open."}),
+		slowDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_slow_clients_dropped_total",
+			Help: "MCP connections cut because the client took no part of a response or stream write within Options.WriteTimeout."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.connRefused, m.idleEnded)
+		m.connRefused, m.idleEnded, m.slowDropped)
 	return m
 }
 
