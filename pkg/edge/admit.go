@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -103,7 +104,8 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
 	if d.Refusal != nil {
 		if rest != nil {
-			e.drain(w, rest)
+			e.refuseTooLarge(w, r, d.Refusal)
+			return r, nil, false
 		}
 		e.refuse(w, r, d.Refusal)
 		return r, nil, false
@@ -144,16 +146,31 @@ func (a *admitted) done() {
 	}
 }
 
-// drain reads and drops what is left of a body refused as too large, up
-// to twice the request limit and under the body deadline: a client still
-// writing it then reads the 413 instead of a reset connection. What is
-// left after that is cut with the connection (bandwidth, not memory: the
-// bytes are discarded as they come).
-func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
+// lingerTimeout bounds how long the rest of a body refused as too large is
+// read and dropped after the answer (refuseTooLarge).
+const lingerTimeout = 5 * time.Second
+
+// refuseTooLarge answers f, the refusal of a body over its limit, before
+// the rest of the body is read, so that the client can read it: the
+// answer, then the connection's writing side closed, then what the client
+// still sends dropped for at most lingerTimeout (h1.Linger), by a goroutine
+// the edge owns, while this handler returns.
+func (e *Edge) refuseTooLarge(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
+	if !e.hj.Hold() { // shutting down: net/http closes the connection
+		e.refuse(w, r, f)
+		return
+	}
+	defer e.hj.Done()
+	e.refuse(w, r, f)
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
-	_, _ = io.CopyN(io.Discard, rest, 2*e.adm.gate.Options().MaxBodyBytes)
-	_ = rc.SetReadDeadline(time.Time{})
+	if rc.Flush() != nil {
+		return
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	e.hj.Go(func() { h1.Linger(conn, lingerTimeout) })
 }
 
 // admitLane runs the gate for a request read on a call lane (its body
@@ -224,9 +241,11 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	if len(f.Data) > 0 {
 		data = `,"data":` + string(f.Data)
 	}
+	body := []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + data + `}}`)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body))) // complete before a hijack (refuseTooLarge)
 	w.WriteHeader(f.Status)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + data + `}}`))
+	_, _ = w.Write(body)
 }
 
 // errBodyUnread: a POST whose body could not be read (cut short, or

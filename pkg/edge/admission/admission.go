@@ -210,6 +210,24 @@ func (g *Gate) Identity(h http.Header, tokenUserID string) (id string, ok bool) 
 	return id, id != ""
 }
 
+// CodeTooLarge is the JSON-RPC error code of a body over its limit (the
+// 413's body): the request is not read, so it is an invalid request.
+const CodeTooLarge = codeInvalidRequest
+
+// TooLarge is the refusal of a body over limit bytes, the limit of the
+// edge's flag (without its dashes): 413 with a JSON-RPC error a client can
+// read, whose message and data name the limit. The edge answers it before
+// the rest of the body is read (see Edge.refuseTooLarge).
+func TooLarge(limit int64, flag string) *Refusal {
+	f := &Refusal{Status: http.StatusRequestEntityTooLarge, Reason: ReasonBodyTooLarge, RPC: true, Code: CodeTooLarge,
+		Err: fmt.Errorf("%w: body over the limit of %d bytes (--%s)", ErrTooLarge, limit, flag)}
+	f.Data, _ = json.Marshal(struct {
+		Limit int64  `json:"limit"`
+		Flag  string `json:"flag"`
+	}{limit, "--" + flag})
+	return f
+}
+
 // Admit decides r.
 func (g *Gate) Admit(r *Request) Decision {
 	id, ok := g.Identity(r.Header, r.TokenUserID)
@@ -242,13 +260,13 @@ func (g *Gate) Admit(r *Request) Decision {
 		return d
 	}
 	if r.Method == http.MethodPost {
-		limit := g.o.MaxBodyBytes
+		limit, flag := g.o.MaxBodyBytes, "max-request-bytes"
 		if g.CreatesSession(r, nil) {
-			limit = g.o.MaxInitializeBytes
+			limit, flag = g.o.MaxInitializeBytes, "max-initialize-bytes"
 		}
 		if r.Truncated || int64(len(r.Body)) > limit {
-			return refuse(http.StatusRequestEntityTooLarge, ReasonBodyTooLarge,
-				fmt.Errorf("%w: body over %d bytes", ErrTooLarge, limit))
+			d.Refusal = TooLarge(limit, flag)
+			return d
 		}
 		if err := mcpwire.Check(r.Body, g.o.MaxDepth); err != nil {
 			reason := ReasonMalformedBody

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,6 +70,25 @@ func TestAdmit(t *testing.T) {
 				t.Fatalf("Retry-After %v with status %d", f.RetryAfter, f.Status)
 			}
 		})
+	}
+}
+
+// A body over its limit is refused with a JSON-RPC error naming the
+// limit and the flag that sets it.
+func TestTooLargeNamesTheLimit(t *testing.T) {
+	g := New(&Options{MaxInitializeBytes: 100, MaxBodyBytes: 1000})
+	for _, tc := range []struct {
+		header http.Header
+		want   string
+	}{
+		{hdr("Mcp-Session-Id", "s"), `{"limit":1000,"flag":"--max-request-bytes"}`},
+		{hdr(), `{"limit":100,"flag":"--max-initialize-bytes"}`},
+	} {
+		f := g.Admit(&Request{Method: "POST", Header: tc.header, Body: []byte(`{}`), Truncated: true}).Refusal
+		if f == nil || f.Status != 413 || !f.RPC || f.Code != CodeTooLarge || string(f.Data) != tc.want ||
+			!strings.Contains(f.Err.Error(), "limit of") {
+			t.Fatalf("refusal %+v, want 413 with JSON-RPC data %s", f, tc.want)
+		}
 	}
 }
 

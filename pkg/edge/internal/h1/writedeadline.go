@@ -114,3 +114,22 @@ func (c *deadlineConn) CloseWrite() error {
 	}
 	return nil
 }
+
+// Linger ends a connection answered before its request's body was read:
+// it closes the writing side (the answer, already written, is followed by
+// a FIN), then reads and drops what the client still sends, for at most d,
+// and closes. Closing with unread data would send a reset instead, which
+// can destroy the answer in the client's buffer before it is read.
+func Linger(c net.Conn, d time.Duration) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 32<<10)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	_ = c.Close()
+}
