@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -58,10 +59,16 @@ func tokenUserID(r *http.Request) string {
 	return ""
 }
 
-// gateRequest is the gate's view of r with its body (already read).
-func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
+// gateRequest is the gate's view of r with its body (already read). A
+// request that creates a session reserves room for it in the registry
+// (the caps decided and the room taken at once); *res receives the
+// reservation, given back when the request ends unless a session took it.
+func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool, res **session.Reservation) *admission.Request {
 	return &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated,
-		Counts: e.reg.Counts}
+		Reserve: func(ident string, fits func(all, mine int) bool) bool {
+			*res = e.reg.Reserve(ident, fits)
+			return *res != nil
+		}}
 }
 
 // admitHTTP runs the gate for a request of the net/http server. A POST's
@@ -101,7 +108,8 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			r.Body = newWholeBody(body)
 		}
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
+	var res *session.Reservation
+	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated, &res))
 	if d.Refusal != nil {
 		if rest != nil {
 			e.refuseTooLarge(w, r, d.Refusal)
@@ -110,11 +118,12 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 		e.refuse(w, r, d.Refusal)
 		return r, nil, false
 	}
-	a = &admitted{body: d.Body, ident: d.Identity}
+	a = &admitted{body: d.Body, ident: d.Identity, res: res}
 	if wb, ok := r.Body.(*wholeBody); ok {
 		wb.parsed = d.Body
 	}
 	if a.release, f = e.limitRequest(r, d.Identity, d.Body); f != nil {
+		res.Release()
 		e.refuse(w, r, f)
 		return r, nil, false
 	}
@@ -128,6 +137,9 @@ type admitted struct {
 	body    *admission.Body // of a POST; nil otherwise
 	ident   string
 	release func() // nil once given back
+	// res is the room reserved for the session the request creates (nil
+	// for none): the session takes it (reservation), or done gives it back.
+	res *session.Reservation
 }
 
 type admittedKey struct{}
@@ -138,12 +150,25 @@ func admittedOf(r *http.Request) *admitted {
 	return a
 }
 
-// done gives back the request's call slots (once its response is written).
+// done gives back the request's call slots (once its response is written)
+// and the room reserved for a session it did not create.
 func (a *admitted) done() {
 	if a != nil && a.release != nil {
 		a.release()
 		a.release = nil
 	}
+	if a != nil {
+		a.res.Release()
+	}
+}
+
+// reservation is the room reserved for the session the request creates;
+// nil for none.
+func (a *admitted) reservation() *session.Reservation {
+	if a == nil {
+		return nil
+	}
+	return a.res
 }
 
 // lingerTimeout bounds how long the rest of a body refused as too large is
@@ -182,19 +207,31 @@ func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
 	if wb == nil {
 		return admission.Decision{}, false
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false))
+	var res *session.Reservation
+	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false, &res))
+	res.Release() // a lane creates no session: the server, which would, reserves again
 	wb.parsed = d.Body
 	return d, d.Refusal == nil
 }
 
 // admitRebuild asks the gate whether a stored session may be rebuilt here
 // for identity ident (the session limits); nil when it may.
+// The room is reserved for the request (admitted.res), as for an
+// initialize.
 func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
-	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: e.reg.Counts}
+	var res *session.Reservation
+	req := e.gateRequest(r, nil, false, &res)
+	req.Rebuild = true
 	if wb, ok := r.Body.(*wholeBody); ok {
 		req.Body = wb.data
 	}
-	return e.adm.gate.Admit(req).Refusal
+	f := e.adm.gate.Admit(req).Refusal
+	if a := admittedOf(r); a != nil && a.res == nil {
+		a.res = res
+	} else {
+		res.Release()
+	}
+	return f
 }
 
 // refuse writes f, counts it and logs it at most once a minute per client

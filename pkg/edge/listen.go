@@ -77,7 +77,7 @@ func (e *Edge) takeOverListen(w http.ResponseWriter, r *http.Request, body []byt
 	s := e.reg.New("listen-"+rand.Text(), session.KindListen, newProtocol, ident)
 	s.Listen(lr.Subs)
 	s.SetSubject(e.calls.Subject(goauth.TokenInfoFromContext(r.Context()), ident)) // a policy change is compared for it
-	e.reg.Open(s)
+	e.reg.OpenReserved(s, admittedOf(r).reservation())
 	if !s.Attach(conn, append(session.StreamHead(), ack...), frames) {
 		e.reg.Forget(s) // refused: the edge is shutting down
 	}

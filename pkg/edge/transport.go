@@ -157,7 +157,7 @@ func (e *Edge) held(r *http.Request) *mcp.Server {
 	}
 	if hd.s == nil {
 		hd.s = e.newSession(hd.id, hd.kind, hd.protocol, hd.ident)
-		e.reg.Open(hd.s)
+		e.reg.OpenReserved(hd.s, admittedOf(r).reservation())
 	}
 	return hd.s.Server()
 }

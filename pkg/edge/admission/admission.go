@@ -92,6 +92,13 @@ type Request struct {
 	// and then from Counts when it is set.
 	Sessions, IdentitySessions int
 	Counts                     func(identity string) (all, mine int)
+	// Reserve, when set, decides the session caps atomically: it calls
+	// fits with the sessions held and reserved (all, and the identity's)
+	// under the lock a new session is registered under, and takes room for
+	// one when fits reports true (the caller keeps it until the session is
+	// made or the request ends). It reports whether it took room. It wins
+	// over Sessions, IdentitySessions and Counts.
+	Reserve func(identity string, fits func(all, mine int) bool) bool
 	// Rebuild marks a request that rebuilds a stored session here: it
 	// creates a session, whatever its body.
 	Rebuild bool
@@ -289,20 +296,34 @@ func (g *Gate) Admit(r *Request) Decision {
 	if !g.CreatesSession(r, d.Body) {
 		return d
 	}
+	if r.Reserve != nil {
+		var f *Refusal
+		if !r.Reserve(id, func(all, mine int) bool { f = g.capRefusal(id, all, mine); return f == nil }) {
+			if f == nil { // refused without asking: as a full edge
+				f = &Refusal{Status: http.StatusServiceUnavailable, Reason: ReasonSessionLimit, RetryAfter: retryAfterEdgeFull,
+					Err: fmt.Errorf("%w: this edge takes no more sessions", ErrLimited)}
+			}
+			d.Refusal = f
+		}
+		return d
+	}
 	if r.Counts != nil {
 		r.Sessions, r.IdentitySessions = r.Counts(id)
 	}
-	if g.o.MaxSessions > 0 && r.Sessions >= g.o.MaxSessions {
-		d = refuse(http.StatusServiceUnavailable, ReasonSessionLimit,
-			fmt.Errorf("%w: this edge holds %d sessions", ErrLimited, g.o.MaxSessions))
-		d.Refusal.RetryAfter = retryAfterEdgeFull
-		return d
-	}
-	if id != "" && g.o.MaxSessionsPerIdentity > 0 && r.IdentitySessions >= g.o.MaxSessionsPerIdentity {
-		d = refuse(http.StatusTooManyRequests, ReasonIdentitySessionCap,
-			fmt.Errorf("%w: %d sessions of this identity", ErrLimited, g.o.MaxSessionsPerIdentity))
-		d.Refusal.RetryAfter = retryAfterIdentityAtLimit
-		return d
-	}
+	d.Refusal = g.capRefusal(id, r.Sessions, r.IdentitySessions)
 	return d
+}
+
+// capRefusal is the refusal of one more session of identity id where all
+// sessions are held, mine of them id's; nil when there is room.
+func (g *Gate) capRefusal(id string, all, mine int) *Refusal {
+	if g.o.MaxSessions > 0 && all >= g.o.MaxSessions {
+		return &Refusal{Status: http.StatusServiceUnavailable, Reason: ReasonSessionLimit, RetryAfter: retryAfterEdgeFull,
+			Err: fmt.Errorf("%w: this edge holds %d sessions", ErrLimited, g.o.MaxSessions)}
+	}
+	if id != "" && g.o.MaxSessionsPerIdentity > 0 && mine >= g.o.MaxSessionsPerIdentity {
+		return &Refusal{Status: http.StatusTooManyRequests, Reason: ReasonIdentitySessionCap, RetryAfter: retryAfterIdentityAtLimit,
+			Err: fmt.Errorf("%w: %d sessions of this identity", ErrLimited, g.o.MaxSessionsPerIdentity)}
+	}
+	return nil
 }

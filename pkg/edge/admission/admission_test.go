@@ -120,3 +120,41 @@ func TestLogLimiter(t *testing.T) {
 		t.Fatalf("%d keys kept, limit 2", len(l.last))
 	}
 }
+
+// With Reserve, the caps are decided by the reserver's counts, under its
+// lock: fits sees them and its answer is the gate's.
+func TestAdmitReserves(t *testing.T) {
+	g := New(&Options{IdentityHeader: "X-User", MaxSessions: 3, MaxSessionsPerIdentity: 2})
+	held := map[string]int{}
+	all := 0
+	reserve := func(id string, fits func(all, mine int) bool) bool {
+		if !fits(all, held[id]) {
+			return false
+		}
+		all++
+		held[id]++
+		return true
+	}
+	for i, want := range []int{0, 0, 429, 0, 503} {
+		user := "u"
+		if i >= 3 {
+			user = "v"
+		}
+		d := g.Admit(&Request{Method: "POST", Header: hdr("X-User", user), Body: []byte(`{}`), Reserve: reserve,
+			Sessions: 0, Counts: func(string) (int, int) { return 0, 0 }})
+		got := 0
+		if d.Refusal != nil {
+			got = d.Refusal.Status
+		}
+		if got != want {
+			t.Fatalf("initialize %d of %s: %d, want %d (held %v)", i, user, got, want, held)
+		}
+	}
+	if all != 3 {
+		t.Fatalf("%d reserved, want 3 (the cap)", all)
+	}
+	if d := g.Admit(&Request{Method: "POST", Header: hdr("X-User", "w"), Body: []byte(`{}`),
+		Reserve: func(string, func(int, int) bool) bool { return false }}); d.Refusal == nil || d.Refusal.Status != 503 {
+		t.Fatalf("a reserver refusing without asking: %+v", d.Refusal)
+	}
+}
