@@ -400,7 +400,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	defer stop()
 	mcpSrv := &http.Server{Handler: e.lanes.Handler(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
 		IdleTimeout: e.opts.IdleTimeout, ConnContext: e.lanes.ConnContext}
-	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Token: e.opts.AdminToken,
+	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Role: "edge", Token: e.opts.AdminToken,
 		AllowedHosts: e.opts.AdminAllowedHosts, ListenAddr: e.adminLn.Addr().String()}), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, ln net.Listener, what string) {
