@@ -111,6 +111,7 @@ const CodeUnsupportedProtocolVersion = -32022
 // Refusal reasons, the label of the edge's refusal metric.
 const (
 	ReasonMissingIdentity     = "missing_identity"
+	ReasonDuplicateIdentity   = "duplicate_identity"
 	ReasonBadProtocolVersion  = "bad_protocol_version"
 	ReasonBodyTooLarge        = "body_too_large"
 	ReasonBodyTooDeep         = "body_too_deep"
@@ -213,7 +214,11 @@ func (g *Gate) Identity(h http.Header, tokenUserID string) (id string, ok bool) 
 	if g.o.IdentityHeader == "" {
 		return "", true
 	}
-	id = strings.TrimSpace(h.Get(g.o.IdentityHeader))
+	vals := h.Values(g.o.IdentityHeader)
+	if len(vals) != 1 { // none, or sent twice: which one the proxy set is unknown
+		return "", false
+	}
+	id = strings.TrimSpace(vals[0])
 	return id, id != ""
 }
 
@@ -242,6 +247,12 @@ func (g *Gate) Admit(r *Request) Decision {
 	refuse := func(status int, reason string, err error) Decision {
 		d.Refusal = &Refusal{Status: status, Reason: reason, Err: err}
 		return d
+	}
+	if r.TokenUserID == "" && g.o.IdentityHeader != "" && len(r.Header.Values(g.o.IdentityHeader)) > 1 {
+		// A client may add its own header next to the proxy's: the edge
+		// cannot tell which is the proxy's, so neither is taken.
+		return refuse(http.StatusBadRequest, ReasonDuplicateIdentity,
+			fmt.Errorf("%w: identity header %s sent more than once", ErrBadRequest, g.o.IdentityHeader))
 	}
 	if !ok {
 		return refuse(http.StatusUnauthorized, ReasonMissingIdentity,

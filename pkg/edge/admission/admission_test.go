@@ -32,6 +32,8 @@ func TestAdmit(t *testing.T) {
 		{"no identity, 2026-07-28", Request{Method: "POST", Header: hdr("Mcp-Protocol-Version", "2026-07-28"), Body: call}, 401, ReasonMissingIdentity, ErrUnauthenticated, ""},
 		{"no identity, version not a date", Request{Method: "POST", Header: hdr("Mcp-Protocol-Version", "9"), Body: call}, 401, ReasonMissingIdentity, ErrUnauthenticated, ""},
 		{"no identity, GET", Request{Method: "GET", Header: hdr("Mcp-Session-Id", "s")}, 401, ReasonMissingIdentity, ErrUnauthenticated, ""},
+		{"identity header twice", Request{Method: "POST", Header: http.Header{"X-User": {"mallory", "alice"}, "Mcp-Session-Id": {"s"}}, Body: call}, 400, ReasonDuplicateIdentity, ErrBadRequest, ""},
+		{"identity header twice, GET", Request{Method: "GET", Header: http.Header{"X-User": {"alice", "alice"}, "Mcp-Session-Id": {"s"}}}, 400, ReasonDuplicateIdentity, ErrBadRequest, ""},
 		{"token user wins", Request{Method: "GET", Header: hdr("Mcp-Session-Id", "s"), TokenUserID: "iss|sub"}, 0, "", nil, "iss|sub"},
 		{"version not a date", Request{Method: "POST", Header: hdr("X-User", "u", "Mcp-Protocol-Version", "9", "Mcp-Session-Id", "s"), Body: call}, 400, ReasonBadProtocolVersion, ErrBadRequest, "u"},
 		{"version with letters", Request{Method: "POST", Header: hdr("X-User", "u", "Mcp-Protocol-Version", "2026-07-2x", "Mcp-Session-Id", "s"), Body: call}, 400, ReasonBadProtocolVersion, ErrBadRequest, "u"},
