@@ -27,6 +27,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
@@ -47,6 +48,11 @@ type Options struct {
 	// without consumers (an edge of the edge account: the fleet account
 	// offers it reads only). New takes a log attached as it should be.
 	LogBySequence bool
+	// CredentialLimits bound the files and environment variables the
+	// backends' header references (from the event log) may name here: one
+	// out of bounds fails its backend's calls, naming the reference (nil:
+	// any file, any variable but FLEETGATE_*).
+	CredentialLimits *credential.Limits
 	// Stdio is this edge's allow-list of stdio commands and the runner of
 	// its own instances of the stdio backends it serves (package stdio);
 	// nil: a stdio backend's calls are refused, naming why.
@@ -322,7 +328,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.setTracing(opts.TracerProvider)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
-	e.pool.SetStdio(opts.Stdio)                // nil: every stdio backend refused here
+	e.pool.SetStdio(opts.Stdio) // nil: every stdio backend refused here
+	e.pool.SetCredentialLimits(opts.CredentialLimits)
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
