@@ -205,7 +205,7 @@ health:
 	listen, edgeAdmin := freeAddr(t), freeAddr(t)
 	edgeProc := startLoggedProc(t, "edge", []string{"CREDTEST_ALPHA_AUTHORIZATION=Bearer " + alphaSecret},
 		"--nats-url", node.ClientURL(), "--listen", listen, "--admin-listen", edgeAdmin, "--id", "cred-edge",
-		"--log-format", "json", "--call-timeout", "5s")
+		"--log-format", "json", "--call-timeout", "5s", "--credential-dir", dir)
 	waitEdgeReady(t, edgeAdmin)
 	client := connectMCP(t, "http://"+listen+"/mcp", "")
 	eventually(t, 20*time.Second, "the edge serves the four backends", func() bool { return len(client.tools(t)) >= 8 })

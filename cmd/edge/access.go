@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 )
 
@@ -20,6 +21,9 @@ type accessConfig struct {
 
 	adminToken   []byte
 	allowedHosts []string
+	// credLimits are -credential-dir and -credential-env-prefix, as the
+	// controller's.
+	credLimits credential.Limits
 }
 
 func (c *accessConfig) flags(fs *flag.FlagSet) {
@@ -29,6 +33,10 @@ func (c *accessConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.scopes, "auth-scopes", "", "comma-separated scopes every token must carry")
 	fs.StringVar(&c.resourceURL, "resource-url", "", "this endpoint's public URL, as clients reach it (default http://<listen>/mcp)")
 	fs.StringVar(&c.adminTokenFile, "admin-token-file", "", "when set, every admin request but /healthz and /readyz needs Authorization: Bearer <the file's content>")
+	fs.StringVar(&c.credLimits.Dir, "credential-dir", credential.DefaultDir,
+		"directory every {file: PATH} header reference of a backend must lie under (\"/\": anywhere); a backend whose reference lies outside gets no call")
+	fs.StringVar(&c.credLimits.EnvPrefix, "credential-env-prefix", "",
+		"prefix every {env: NAME} header reference of a backend must begin with (empty: any but FLEETGATE_*); a backend whose reference does not gets no call")
 	fs.StringVar(&c.adminHosts, "admin-allowed-hosts", "", "more Host values the admin API answers (name or name:port, comma-separated); loopback names with the listen port always pass")
 }
 
@@ -69,12 +77,17 @@ func (c *accessConfig) check(identityHeader string) error {
 	if c.allowedHosts, err = adminauth.ParseAllowedHosts(c.adminHosts); err != nil {
 		return fmt.Errorf("flag -admin-allowed-hosts: %w", err)
 	}
+	if err := c.credLimits.Validate(); err != nil {
+		return fmt.Errorf("flag -credential-dir or -credential-env-prefix: %w", err)
+	}
 	return nil
 }
 
 // apply sets the access options in o.
 func (c *accessConfig) apply(o *edge.Options) {
 	o.AdminToken, o.AdminAllowedHosts = c.adminToken, c.allowedHosts
+	limits := c.credLimits
+	o.CredentialLimits = &limits
 	if c.issuer == "" {
 		return
 	}

@@ -174,6 +174,13 @@ func run(ctx context.Context, c *config) error {
 		out = c.logTo
 	}
 	log := c.log.Logger(out)
+	for _, n := range c.limits.notes {
+		if strings.HasPrefix(n, "-max-sessions") {
+			log.Warn().Msg(n)
+		} else {
+			log.Info().Msg(n)
+		}
+	}
 	copts, err := c.nats.options(log, nats.Name("fleetgate-edge-"+c.id), nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,6 +242,9 @@ func checkCommandLine(t *testing.T, wl string, c corev1.Container, dir string, f
 		val := e.Value
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 			val = map[string]string{"metadata.name": "fg-fleetgate-controller-0", "status.podIP": "10.1.2.3"}[e.ValueFrom.FieldRef.FieldPath]
+		}
+		if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" {
+			val = strconv.FormatInt(c.Resources.Limits.Memory().Value(), 10) // bytes, as the kubelet gives it
 		}
 		val = regexp.MustCompile(`\$\(([A-Z_]+)\)`).ReplaceAllStringFunc(val, func(m string) string { return resolved[m[2:len(m)-1]] })
 		resolved[e.Name] = val

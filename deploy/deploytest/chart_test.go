@@ -295,14 +295,14 @@ func TestExternalNATS(t *testing.T) {
 	}
 	// With a Secret of one's own, no seed and no public key are needed.
 	o = mustRender(t, renderOpts{values: merge(set("nats.enabled", false), set("externalNats.url", url),
-		set("natsAuth.existingSecret", "my-nats"))})
+		set("natsAuth.existingSecret", "my-nats"), set("edge.allowUnauthenticated", true))})
 	if o.secret("fg-fleetgate-nats-credentials") != nil {
 		t.Error("a credentials Secret rendered with natsAuth.existingSecret")
 	}
 	checkSeedMount(t, "edge", &o.deployment(t, edgeName).Spec.Template, "my-nats", "edge.seed")
 	// creds files (operator/JWT NATS).
 	o = mustRender(t, renderOpts{values: merge(set("nats.enabled", false), set("externalNats.url", url),
-		set("natsAuth", map[string]any{"type": "creds", "existingSecret": "my-creds"}))})
+		set("natsAuth", map[string]any{"type": "creds", "existingSecret": "my-creds"}), set("edge.allowUnauthenticated", true))})
 	for wl, p := range o.podSpecs() {
 		c := p.Spec.Containers[0]
 		if env(c, "FLEETGATE_NATS_NKEY_SEED") != nil || env(c, "FLEETGATE_NATS_CREDS") == nil {

@@ -64,7 +64,17 @@ func newCreds(t testing.TB) creds {
 	return creds{controller: newUser(t), controllerEdges: newUser(t), edge: newUser(t)}
 }
 
+// The edge of these values serves /mcp without authentication (it is
+// started on loopback only): edge.allowUnauthenticated says so, as the
+// chart requires (TestEdgeNeedsAuthentication).
 func (c creds) values() map[string]any {
+	v := c.credsOnly()
+	v["edge"] = map[string]any{"allowUnauthenticated": true}
+	return v
+}
+
+// credsOnly are the NATS credentials of c and no other value.
+func (c creds) credsOnly() map[string]any {
 	return map[string]any{"natsAuth": map[string]any{
 		"controller":      map[string]any{"seed": c.controller.seed, "publicKey": c.controller.public},
 		"controllerEdges": map[string]any{"seed": c.controllerEdges.seed, "publicKey": c.controllerEdges.public},
@@ -152,6 +162,19 @@ func render(t testing.TB, o renderOpts) (map[string]string, error) {
 		return nil, err
 	}
 	return releaseutil.SplitManifests(rel.Manifest), nil
+}
+
+// renderNotes renders o and returns its NOTES.txt.
+func renderNotes(t testing.TB, o renderOpts) string {
+	t.Helper()
+	inst := action.NewInstall(&action.Configuration{})
+	inst.DryRun, inst.ClientOnly, inst.Replace, inst.DisableHooks = true, true, true, true
+	inst.ReleaseName, inst.Namespace, inst.KubeVersion = release, namespace, kubeVersion
+	rel, err := inst.Run(loadChart(t, o.stubNATS), o.values)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return rel.Info.Notes
 }
 
 // merge deep-merges maps: later ones win.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,6 +200,9 @@ func runPod(t *testing.T, o *objects, p *corev1.PodTemplateSpec, bindir, podName
 		val := e.Value
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 			val = map[string]string{"metadata.name": podName, "status.podIP": "127.0.0.1"}[e.ValueFrom.FieldRef.FieldPath]
+		}
+		if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" {
+			val = strconv.FormatInt(c.Resources.Limits.Memory().Value(), 10) // bytes, as the kubelet gives it
 		}
 		val = regexp.MustCompile(`\$\(([A-Z_]+)\)`).ReplaceAllStringFunc(val, func(m string) string { return resolved[m[2:len(m)-1]] })
 		switch e.Name {

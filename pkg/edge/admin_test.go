@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -128,5 +129,24 @@ func TestShutdownDrainsCalls(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The edge's admin API names its role in a refusal: the token wanted is
+// the edge's own (a controller's is another).
+func TestAdminRoleEdge(t *testing.T) {
+	f := newFleet(t)
+	e := startEdge(t, f, &Options{AdminToken: []byte("edge-token")})
+	req, _ := http.NewRequest(http.MethodGet, e.AdminURL()+"/v1/sessions", nil)
+	req.Header.Set("Authorization", "Bearer controller-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Bearer realm="fleetgate edge admin"` ||
+		!strings.Contains(string(body), "the edge's admin token required") {
+		t.Fatalf("another role's token: %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 	}
 }

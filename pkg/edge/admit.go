@@ -17,6 +17,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 )
 
@@ -58,10 +60,16 @@ func tokenUserID(r *http.Request) string {
 	return ""
 }
 
-// gateRequest is the gate's view of r with its body (already read).
-func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool) *admission.Request {
+// gateRequest is the gate's view of r with its body (already read). A
+// request that creates a session reserves room for it in the registry
+// (the caps decided and the room taken at once); *res receives the
+// reservation, given back when the request ends unless a session took it.
+func (e *Edge) gateRequest(r *http.Request, body []byte, truncated bool, res **session.Reservation) *admission.Request {
 	return &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Body: body, Truncated: truncated,
-		Counts: e.reg.Counts}
+		Reserve: func(ident string, fits func(all, mine int) bool) bool {
+			*res = e.reg.Reserve(ident, fits)
+			return *res != nil
+		}}
 }
 
 // admitHTTP runs the gate for a request of the net/http server. A POST's
@@ -101,19 +109,22 @@ func (e *Edge) admitHTTP(w http.ResponseWriter, r *http.Request) (_ *http.Reques
 			r.Body = newWholeBody(body)
 		}
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated))
+	var res *session.Reservation
+	d := e.adm.gate.Admit(e.gateRequest(r, body, truncated, &res))
 	if d.Refusal != nil {
 		if rest != nil {
-			e.drain(w, rest)
+			e.refuseTooLarge(w, r, d.Refusal)
+			return r, nil, false
 		}
 		e.refuse(w, r, d.Refusal)
 		return r, nil, false
 	}
-	a = &admitted{body: d.Body, ident: d.Identity}
+	a = &admitted{body: d.Body, ident: d.Identity, res: res}
 	if wb, ok := r.Body.(*wholeBody); ok {
 		wb.parsed = d.Body
 	}
 	if a.release, f = e.limitRequest(r, d.Identity, d.Body); f != nil {
+		res.Release()
 		e.refuse(w, r, f)
 		return r, nil, false
 	}
@@ -127,6 +138,9 @@ type admitted struct {
 	body    *admission.Body // of a POST; nil otherwise
 	ident   string
 	release func() // nil once given back
+	// res is the room reserved for the session the request creates (nil
+	// for none): the session takes it (reservation), or done gives it back.
+	res *session.Reservation
 }
 
 type admittedKey struct{}
@@ -137,24 +151,52 @@ func admittedOf(r *http.Request) *admitted {
 	return a
 }
 
-// done gives back the request's call slots (once its response is written).
+// done gives back the request's call slots (once its response is written)
+// and the room reserved for a session it did not create.
 func (a *admitted) done() {
 	if a != nil && a.release != nil {
 		a.release()
 		a.release = nil
 	}
+	if a != nil {
+		a.res.Release()
+	}
 }
 
-// drain reads and drops what is left of a body refused as too large, up
-// to twice the request limit and under the body deadline: a client still
-// writing it then reads the 413 instead of a reset connection. What is
-// left after that is cut with the connection (bandwidth, not memory: the
-// bytes are discarded as they come).
-func (e *Edge) drain(w http.ResponseWriter, rest io.Reader) {
+// reservation is the room reserved for the session the request creates;
+// nil for none.
+func (a *admitted) reservation() *session.Reservation {
+	if a == nil {
+		return nil
+	}
+	return a.res
+}
+
+// lingerTimeout bounds how long the rest of a body refused as too large is
+// read and dropped after the answer (refuseTooLarge).
+const lingerTimeout = 5 * time.Second
+
+// refuseTooLarge answers f, the refusal of a body over its limit, before
+// the rest of the body is read, so that the client can read it: the
+// answer, then the connection's writing side closed, then what the client
+// still sends dropped for at most lingerTimeout (h1.Linger), by a goroutine
+// the edge owns, while this handler returns.
+func (e *Edge) refuseTooLarge(w http.ResponseWriter, r *http.Request, f *admission.Refusal) {
+	if !e.hj.Hold() { // shutting down: net/http closes the connection
+		e.refuse(w, r, f)
+		return
+	}
+	defer e.hj.Done()
+	e.refuse(w, r, f)
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
-	_, _ = io.CopyN(io.Discard, rest, 2*e.adm.gate.Options().MaxBodyBytes)
-	_ = rc.SetReadDeadline(time.Time{})
+	if rc.Flush() != nil {
+		return
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	e.hj.Go(func() { h1.Linger(conn, lingerTimeout) })
 }
 
 // admitLane runs the gate for a request read on a call lane (its body
@@ -166,19 +208,31 @@ func (e *Edge) admitLane(r *http.Request) (admission.Decision, bool) {
 	if wb == nil {
 		return admission.Decision{}, false
 	}
-	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false))
+	var res *session.Reservation
+	d := e.adm.gate.Admit(e.gateRequest(r, wb.data, false, &res))
+	res.Release() // a lane creates no session: the server, which would, reserves again
 	wb.parsed = d.Body
 	return d, d.Refusal == nil
 }
 
 // admitRebuild asks the gate whether a stored session may be rebuilt here
 // for identity ident (the session limits); nil when it may.
+// The room is reserved for the request (admitted.res), as for an
+// initialize.
 func (e *Edge) admitRebuild(r *http.Request) *admission.Refusal {
-	req := &admission.Request{Method: r.Method, Header: r.Header, TokenUserID: tokenUserID(r), Rebuild: true, Counts: e.reg.Counts}
+	var res *session.Reservation
+	req := e.gateRequest(r, nil, false, &res)
+	req.Rebuild = true
 	if wb, ok := r.Body.(*wholeBody); ok {
 		req.Body = wb.data
 	}
-	return e.adm.gate.Admit(req).Refusal
+	f := e.adm.gate.Admit(req).Refusal
+	if a := admittedOf(r); a != nil && a.res == nil {
+		a.res = res
+	} else {
+		res.Release()
+	}
+	return f
 }
 
 // refuse writes f, counts it and logs it at most once a minute per client
@@ -225,9 +279,11 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	if len(f.Data) > 0 {
 		data = `,"data":` + string(f.Data)
 	}
+	body := []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + data + `}}`)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body))) // complete before a hijack (refuseTooLarge)
 	w.WriteHeader(f.Status)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(msg) + data + `}}`))
+	_, _ = w.Write(body)
 }
 
 // errBodyUnread: a POST whose body could not be read (cut short, or

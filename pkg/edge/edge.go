@@ -120,7 +120,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
-	e.pool.SetStdio(opts.Stdio)                // nil: every stdio backend refused here
+	e.pool.SetStdio(opts.Stdio) // nil: every stdio backend refused here
+	e.pool.SetCredentialLimits(opts.CredentialLimits)
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
@@ -171,7 +172,9 @@ func (e *Edge) wire() {
 		BodyTimeout: opts.BodyTimeout, IdleTimeout: opts.IdleTimeout, ShutdownTimeout: opts.ShutdownTimeout,
 		Disabled: opts.paths.noLanes, MaxBody: maxBody, Registry: opts.Registry})
 	impl := &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
-	e.servers = sessionserver.New(sessionserver.Options{Sessions: e.reg, Calls: e.calls, Impl: impl, Logger: e.slog,
+	// A session a request makes takes the room the gate reserved for it.
+	open := func(r *http.Request, s *session.Session) { e.reg.OpenReserved(s, admittedOf(r).reservation()) }
+	e.servers = sessionserver.New(sessionserver.Options{Sessions: e.reg, Calls: e.calls, Impl: impl, Logger: e.slog, Open: open,
 		Evidence: e.ledger, Spans: e.spans, Passthrough: opts.Mode == ModePassthrough,
 		Caps: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -187,7 +190,7 @@ func (e *Edge) wire() {
 		id, _ := e.adm.gate.Identity(r.Header, tokenUserID(r))
 		return id
 	}
-	e.answers = direct.New(direct.Options{Calls: e.calls, Sessions: e.reg, Hijacks: e.hj, Shared: e.shared, Impl: impl,
+	e.answers = direct.New(direct.Options{Calls: e.calls, Sessions: e.reg, Hijacks: e.hj, Shared: e.shared, Impl: impl, Open: open,
 		Identity: identity, Passthrough: opts.Mode == ModePassthrough, SessionTimeout: opts.SessionTimeout,
 		GoSDKStateless: opts.paths.goSDKStateless})
 	e.rebuilder = rebuild.New(rebuild.Options{Group: opts.Group, IdentityHeader: opts.IdentityHeader,
@@ -222,7 +225,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	defer stop()
 	mcpSrv := &http.Server{Handler: e.lanes.Handler(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
 		IdleTimeout: e.opts.IdleTimeout, ConnContext: e.lanes.ConnContext}
-	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Token: e.opts.AdminToken,
+	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Role: "edge", Token: e.opts.AdminToken,
 		AllowedHosts: e.opts.AdminAllowedHosts, ListenAddr: e.adminLn.Addr().String()}), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, ln net.Listener, what string) {
@@ -241,7 +244,8 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.follow(ctx, watch) })
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
 	stopRecords := e.startRecords()
-	serve(mcpSrv, h1.LimitListener(e.mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
+	mcpLn := h1.WriteDeadlineListener(e.mcpLn, e.opts.WriteTimeout, e.m.slowDropped.Inc)
+	serve(mcpSrv, h1.LimitListener(mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")
 	serve(mcpSrv, e.lanes.Listener(), "mcp (call lanes given back)")
 	serve(adminSrv, e.adminLn, "admin")
 	e.log.Info().Str("mcp", e.MCPURL()).Str("admin", e.AdminURL()).Msg("edge started")

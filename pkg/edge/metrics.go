@@ -32,6 +32,7 @@ type metrics struct {
 	// the session record writes (package records).
 	refusals       *prometheus.CounterVec
 	recordsWritten *prometheus.CounterVec
+	slowDropped    prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -71,10 +72,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Requests refused for their identity, by reason (owner_mismatch: 403, missing_identity: 401)."}, []string{"reason"}),
 		recordsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_session_records_written_total",
 			Help: "Session record writes this edge made, by kind (create, update, touch, delete)."}, []string{"kind"}),
+		slowDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_slow_clients_dropped_total",
+			Help: "MCP connections cut because the client took no part of a response or stream write within Options.WriteTimeout."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten)
+		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped)
 	return m
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
@@ -53,6 +54,11 @@ type Options struct {
 	// without consumers (an edge of the edge account: the fleet account
 	// offers it reads only). New takes a log attached as it should be.
 	LogBySequence bool
+	// CredentialLimits bound the files and environment variables the
+	// backends' header references (from the event log) may name here: one
+	// out of bounds fails its backend's calls, naming the reference (nil:
+	// any file, any variable but FLEETGATE_*).
+	CredentialLimits *credential.Limits
 	// Stdio is this edge's allow-list of stdio commands and the runner of
 	// its own instances of the stdio backends it serves (package stdio);
 	// nil: a stdio backend's calls are refused, naming why.
@@ -140,10 +146,18 @@ type Options struct {
 	// MaxConnections caps the open MCP connections (default 16384): one
 	// more is answered 503 and closed at once.
 	MaxConnections int
+	// WriteTimeout bounds every write to an MCP connection (responses,
+	// streams, call lanes), 64 KiB at a time: a client that takes nothing
+	// for this long is dropped and counted (default DefaultWriteTimeout;
+	// negative: none).
+	WriteTimeout time.Duration
 	// TracerProvider receives the edge's spans (package spans); nil: the global
 	// one (package tracing installs it), a no-op unless tracing is on.
 	TracerProvider trace.TracerProvider
 }
+
+// DefaultWriteTimeout is Options.WriteTimeout's default.
+const DefaultWriteTimeout = 30 * time.Second
 
 // DefaultMaxBackendResponse is Options.MaxBackendResponse's default.
 const DefaultMaxBackendResponse = backend.DefaultMaxResponse
@@ -191,6 +205,7 @@ func (o *Options) withDefaults() Options {
 	durDef(&c.HeaderTimeout, 10*time.Second)
 	durDef(&c.BodyTimeout, 30*time.Second)
 	durDef(&c.IdleTimeout, 2*time.Minute)
+	durDef(&c.WriteTimeout, DefaultWriteTimeout)
 	if c.MaxConnections == 0 {
 		c.MaxConnections = 16384
 	}

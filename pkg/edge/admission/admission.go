@@ -92,6 +92,13 @@ type Request struct {
 	// and then from Counts when it is set.
 	Sessions, IdentitySessions int
 	Counts                     func(identity string) (all, mine int)
+	// Reserve, when set, decides the session caps atomically: it calls
+	// fits with the sessions held and reserved (all, and the identity's)
+	// under the lock a new session is registered under, and takes room for
+	// one when fits reports true (the caller keeps it until the session is
+	// made or the request ends). It reports whether it took room. It wins
+	// over Sessions, IdentitySessions and Counts.
+	Reserve func(identity string, fits func(all, mine int) bool) bool
 	// Rebuild marks a request that rebuilds a stored session here: it
 	// creates a session, whatever its body.
 	Rebuild bool
@@ -104,6 +111,7 @@ const CodeUnsupportedProtocolVersion = -32022
 // Refusal reasons, the label of the edge's refusal metric.
 const (
 	ReasonMissingIdentity     = "missing_identity"
+	ReasonDuplicateIdentity   = "duplicate_identity"
 	ReasonBadProtocolVersion  = "bad_protocol_version"
 	ReasonBodyTooLarge        = "body_too_large"
 	ReasonBodyTooDeep         = "body_too_deep"
@@ -206,8 +214,30 @@ func (g *Gate) Identity(h http.Header, tokenUserID string) (id string, ok bool) 
 	if g.o.IdentityHeader == "" {
 		return "", true
 	}
-	id = strings.TrimSpace(h.Get(g.o.IdentityHeader))
+	vals := h.Values(g.o.IdentityHeader)
+	if len(vals) != 1 { // none, or sent twice: which one the proxy set is unknown
+		return "", false
+	}
+	id = strings.TrimSpace(vals[0])
 	return id, id != ""
+}
+
+// CodeTooLarge is the JSON-RPC error code of a body over its limit (the
+// 413's body): the request is not read, so it is an invalid request.
+const CodeTooLarge = codeInvalidRequest
+
+// TooLarge is the refusal of a body over limit bytes, the limit of the
+// edge's flag (without its dashes): 413 with a JSON-RPC error a client can
+// read, whose message and data name the limit. The edge answers it before
+// the rest of the body is read (see Edge.refuseTooLarge).
+func TooLarge(limit int64, flag string) *Refusal {
+	f := &Refusal{Status: http.StatusRequestEntityTooLarge, Reason: ReasonBodyTooLarge, RPC: true, Code: CodeTooLarge,
+		Err: fmt.Errorf("%w: body over the limit of %d bytes (--%s)", ErrTooLarge, limit, flag)}
+	f.Data, _ = json.Marshal(struct {
+		Limit int64  `json:"limit"`
+		Flag  string `json:"flag"`
+	}{limit, "--" + flag})
+	return f
 }
 
 // Admit decides r.
@@ -217,6 +247,12 @@ func (g *Gate) Admit(r *Request) Decision {
 	refuse := func(status int, reason string, err error) Decision {
 		d.Refusal = &Refusal{Status: status, Reason: reason, Err: err}
 		return d
+	}
+	if r.TokenUserID == "" && g.o.IdentityHeader != "" && len(r.Header.Values(g.o.IdentityHeader)) > 1 {
+		// A client may add its own header next to the proxy's: the edge
+		// cannot tell which is the proxy's, so neither is taken.
+		return refuse(http.StatusBadRequest, ReasonDuplicateIdentity,
+			fmt.Errorf("%w: identity header %s sent more than once", ErrBadRequest, g.o.IdentityHeader))
 	}
 	if !ok {
 		return refuse(http.StatusUnauthorized, ReasonMissingIdentity,
@@ -242,13 +278,13 @@ func (g *Gate) Admit(r *Request) Decision {
 		return d
 	}
 	if r.Method == http.MethodPost {
-		limit := g.o.MaxBodyBytes
+		limit, flag := g.o.MaxBodyBytes, "max-request-bytes"
 		if g.CreatesSession(r, nil) {
-			limit = g.o.MaxInitializeBytes
+			limit, flag = g.o.MaxInitializeBytes, "max-initialize-bytes"
 		}
 		if r.Truncated || int64(len(r.Body)) > limit {
-			return refuse(http.StatusRequestEntityTooLarge, ReasonBodyTooLarge,
-				fmt.Errorf("%w: body over %d bytes", ErrTooLarge, limit))
+			d.Refusal = TooLarge(limit, flag)
+			return d
 		}
 		if err := mcpwire.Check(r.Body, g.o.MaxDepth); err != nil {
 			reason := ReasonMalformedBody
@@ -271,20 +307,34 @@ func (g *Gate) Admit(r *Request) Decision {
 	if !g.CreatesSession(r, d.Body) {
 		return d
 	}
+	if r.Reserve != nil {
+		var f *Refusal
+		if !r.Reserve(id, func(all, mine int) bool { f = g.capRefusal(id, all, mine); return f == nil }) {
+			if f == nil { // refused without asking: as a full edge
+				f = &Refusal{Status: http.StatusServiceUnavailable, Reason: ReasonSessionLimit, RetryAfter: retryAfterEdgeFull,
+					Err: fmt.Errorf("%w: this edge takes no more sessions", ErrLimited)}
+			}
+			d.Refusal = f
+		}
+		return d
+	}
 	if r.Counts != nil {
 		r.Sessions, r.IdentitySessions = r.Counts(id)
 	}
-	if g.o.MaxSessions > 0 && r.Sessions >= g.o.MaxSessions {
-		d = refuse(http.StatusServiceUnavailable, ReasonSessionLimit,
-			fmt.Errorf("%w: this edge holds %d sessions", ErrLimited, g.o.MaxSessions))
-		d.Refusal.RetryAfter = retryAfterEdgeFull
-		return d
-	}
-	if id != "" && g.o.MaxSessionsPerIdentity > 0 && r.IdentitySessions >= g.o.MaxSessionsPerIdentity {
-		d = refuse(http.StatusTooManyRequests, ReasonIdentitySessionCap,
-			fmt.Errorf("%w: %d sessions of this identity", ErrLimited, g.o.MaxSessionsPerIdentity))
-		d.Refusal.RetryAfter = retryAfterIdentityAtLimit
-		return d
-	}
+	d.Refusal = g.capRefusal(id, r.Sessions, r.IdentitySessions)
 	return d
+}
+
+// capRefusal is the refusal of one more session of identity id where all
+// sessions are held, mine of them id's; nil when there is room.
+func (g *Gate) capRefusal(id string, all, mine int) *Refusal {
+	if g.o.MaxSessions > 0 && all >= g.o.MaxSessions {
+		return &Refusal{Status: http.StatusServiceUnavailable, Reason: ReasonSessionLimit, RetryAfter: retryAfterEdgeFull,
+			Err: fmt.Errorf("%w: this edge holds %d sessions", ErrLimited, g.o.MaxSessions)}
+	}
+	if id != "" && g.o.MaxSessionsPerIdentity > 0 && mine >= g.o.MaxSessionsPerIdentity {
+		return &Refusal{Status: http.StatusTooManyRequests, Reason: ReasonIdentitySessionCap, RetryAfter: retryAfterIdentityAtLimit,
+			Err: fmt.Errorf("%w: %d sessions of this identity", ErrLimited, g.o.MaxSessionsPerIdentity)}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +32,8 @@ func TestAdmit(t *testing.T) {
 		{"no identity, 2026-07-28", Request{Method: "POST", Header: hdr("Mcp-Protocol-Version", "2026-07-28"), Body: call}, 401, ReasonMissingIdentity, ErrUnauthenticated, ""},
 		{"no identity, version not a date", Request{Method: "POST", Header: hdr("Mcp-Protocol-Version", "9"), Body: call}, 401, ReasonMissingIdentity, ErrUnauthenticated, ""},
 		{"no identity, GET", Request{Method: "GET", Header: hdr("Mcp-Session-Id", "s")}, 401, ReasonMissingIdentity, ErrUnauthenticated, ""},
+		{"identity header twice", Request{Method: "POST", Header: http.Header{"X-User": {"mallory", "alice"}, "Mcp-Session-Id": {"s"}}, Body: call}, 400, ReasonDuplicateIdentity, ErrBadRequest, ""},
+		{"identity header twice, GET", Request{Method: "GET", Header: http.Header{"X-User": {"alice", "alice"}, "Mcp-Session-Id": {"s"}}}, 400, ReasonDuplicateIdentity, ErrBadRequest, ""},
 		{"token user wins", Request{Method: "GET", Header: hdr("Mcp-Session-Id", "s"), TokenUserID: "iss|sub"}, 0, "", nil, "iss|sub"},
 		{"version not a date", Request{Method: "POST", Header: hdr("X-User", "u", "Mcp-Protocol-Version", "9", "Mcp-Session-Id", "s"), Body: call}, 400, ReasonBadProtocolVersion, ErrBadRequest, "u"},
 		{"version with letters", Request{Method: "POST", Header: hdr("X-User", "u", "Mcp-Protocol-Version", "2026-07-2x", "Mcp-Session-Id", "s"), Body: call}, 400, ReasonBadProtocolVersion, ErrBadRequest, "u"},
@@ -72,6 +75,25 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+// A body over its limit is refused with a JSON-RPC error naming the
+// limit and the flag that sets it.
+func TestTooLargeNamesTheLimit(t *testing.T) {
+	g := New(&Options{MaxInitializeBytes: 100, MaxBodyBytes: 1000})
+	for _, tc := range []struct {
+		header http.Header
+		want   string
+	}{
+		{hdr("Mcp-Session-Id", "s"), `{"limit":1000,"flag":"--max-request-bytes"}`},
+		{hdr(), `{"limit":100,"flag":"--max-initialize-bytes"}`},
+	} {
+		f := g.Admit(&Request{Method: "POST", Header: tc.header, Body: []byte(`{}`), Truncated: true}).Refusal
+		if f == nil || f.Status != 413 || !f.RPC || f.Code != CodeTooLarge || string(f.Data) != tc.want ||
+			!strings.Contains(f.Err.Error(), "limit of") {
+			t.Fatalf("refusal %+v, want 413 with JSON-RPC data %s", f, tc.want)
+		}
+	}
+}
+
 func TestAnonymousHasNoIdentityCap(t *testing.T) {
 	g := New(&Options{MaxSessionsPerIdentity: 1})
 	if d := g.Admit(&Request{Method: "POST", Header: hdr(), Body: []byte(`{}`), Sessions: 5, IdentitySessions: 5}); d.Refusal != nil {
@@ -98,5 +120,43 @@ func TestLogLimiter(t *testing.T) {
 	}
 	if len(l.last) > 2 {
 		t.Fatalf("%d keys kept, limit 2", len(l.last))
+	}
+}
+
+// With Reserve, the caps are decided by the reserver's counts, under its
+// lock: fits sees them and its answer is the gate's.
+func TestAdmitReserves(t *testing.T) {
+	g := New(&Options{IdentityHeader: "X-User", MaxSessions: 3, MaxSessionsPerIdentity: 2})
+	held := map[string]int{}
+	all := 0
+	reserve := func(id string, fits func(all, mine int) bool) bool {
+		if !fits(all, held[id]) {
+			return false
+		}
+		all++
+		held[id]++
+		return true
+	}
+	for i, want := range []int{0, 0, 429, 0, 503} {
+		user := "u"
+		if i >= 3 {
+			user = "v"
+		}
+		d := g.Admit(&Request{Method: "POST", Header: hdr("X-User", user), Body: []byte(`{}`), Reserve: reserve,
+			Sessions: 0, Counts: func(string) (int, int) { return 0, 0 }})
+		got := 0
+		if d.Refusal != nil {
+			got = d.Refusal.Status
+		}
+		if got != want {
+			t.Fatalf("initialize %d of %s: %d, want %d (held %v)", i, user, got, want, held)
+		}
+	}
+	if all != 3 {
+		t.Fatalf("%d reserved, want 3 (the cap)", all)
+	}
+	if d := g.Admit(&Request{Method: "POST", Header: hdr("X-User", "w"), Body: []byte(`{}`),
+		Reserve: func(string, func(int, int) bool) bool { return false }}); d.Refusal == nil || d.Refusal.Status != 503 {
+		t.Fatalf("a reserver refusing without asking: %+v", d.Refusal)
 	}
 }

@@ -85,6 +85,10 @@ type Pool struct {
 	// credentialError, when set, is told once per outage that a
 	// backend's header reference does not resolve (credential.Transport).
 	credentialError func(error)
+	// credLimits bound the files and variables header references may name
+	// here (SetCredentialLimits); nil: any file, any variable but the
+	// gateway's own.
+	credLimits *credential.Limits
 
 	// stdio runs the edge's own instances of stdio backends (stdio.go);
 	// nil: none may run.
@@ -180,11 +184,19 @@ func NewPool(hc *http.Client, timeout time.Duration, maxResponse int64, obs Obse
 // them with its link-local allowance (package backendnet).
 func (p *Pool) backendClient(name string, cfg events.BackendConfig) (*http.Client, *credential.Transport) {
 	creds := credential.NewTransport(backendnet.Scope(p.sdk.Transport, cfg.AllowLinkLocal), cfg.Headers,
-		&credential.TransportOptions{Backend: name, URL: cfg.URL, OnError: p.credentialError})
+		&credential.TransportOptions{Backend: name, URL: cfg.URL, OnError: p.credentialError, Limits: p.credLimits})
 	hc := *p.sdk
 	hc.Transport = traceTransport{creds} // trace.go
 	return &hc, creds
 }
+
+// SetCredentialLimits bounds the files and environment variables the
+// header references of backends may name on this edge (set before the
+// first call; nil: no bound but the gateway's own variables). A reference
+// out of bounds fails its backend's calls as an unresolved one: an edge
+// takes references from the event log, which the edge does not trust to
+// name any file of its host.
+func (p *Pool) SetCredentialLimits(l *credential.Limits) { p.credLimits = l }
 
 // OnCredentialError sets what is told, once per outage of a backend, that
 // its header references do not resolve (set before the first call).

@@ -80,7 +80,8 @@ type Registry struct {
 	mu         sync.Mutex
 	cur        *view.Served
 	sessions   map[string]*Session
-	byIdentity map[string]int // sessions per identity ("" anonymous)
+	byIdentity map[string]int // sessions per identity ("" anonymous), reserved ones included
+	reserved   int            // reservations not yet opened nor released
 }
 
 // NewRegistry returns an empty registry.
@@ -158,20 +159,73 @@ func (g *Registry) allLocked() []*Session {
 	return all
 }
 
-// Counts are the sessions registered, all and those of identity ident.
+// Counts are the sessions registered or reserved, all and those of
+// identity ident.
 func (g *Registry) Counts(ident string) (all, mine int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.sessions), g.byIdentity[ident]
+	return len(g.sessions) + g.reserved, g.byIdentity[ident]
+}
+
+// Reservation is room for one session, taken before the session is made
+// (Reserve) and turned into it by OpenReserved, or given back by Release:
+// a cap is checked and the room taken under one lock, so concurrent
+// requests that each see room cannot together pass the cap.
+type Reservation struct {
+	g     *Registry
+	ident string
+	done  bool // opened or released; under g.mu
+}
+
+// Reserve takes room for a session of ident when fits, called under the
+// registry's lock with the sessions registered or reserved (all, and
+// ident's), reports true; nil when it does not.
+func (g *Registry) Reserve(ident string, fits func(all, mine int) bool) *Reservation {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !fits(len(g.sessions)+g.reserved, g.byIdentity[ident]) {
+		return nil
+	}
+	g.reserved++
+	g.byIdentity[ident]++
+	return &Reservation{g: g, ident: ident}
+}
+
+// Release gives the room back unless a session took it (nil: nothing).
+func (r *Reservation) Release() {
+	if r == nil {
+		return
+	}
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	r.releaseLocked()
+}
+
+func (r *Reservation) releaseLocked() {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.g.reserved--
+	if r.g.byIdentity[r.ident]--; r.g.byIdentity[r.ident] <= 0 {
+		delete(r.g.byIdentity, r.ident)
+	}
 }
 
 // Open registers s and gives it the current view. The stateless kind is
 // given the view and not registered (it is no client's session).
-func (g *Registry) Open(s *Session) {
+func (g *Registry) Open(s *Session) { g.OpenReserved(s, nil) }
+
+// OpenReserved is Open of a session made in the room res reserved (nil,
+// or a reservation already used or released: none); the room becomes s's.
+func (g *Registry) OpenReserved(s *Session, res *Reservation) {
 	g.mu.Lock()
 	s.mu.Lock()
 	s.applied = g.cur
 	s.mu.Unlock()
+	if res != nil && res.g == g {
+		res.releaseLocked()
+	}
 	if s.kind != KindStateless {
 		g.sessions[s.id] = s
 		g.byIdentity[s.ident]++
