@@ -259,6 +259,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	scancel()
 	_ = adminSrv.Close()
 	wg.Wait()
+	e.calls.Close() // calls held for their clients' input end now
 	e.hj.Wait()
 	return failed
 }

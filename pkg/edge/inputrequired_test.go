@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -154,4 +155,100 @@ func TestInputRequiredAcrossEdges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInputRequiredHeldCall: a 2026-07-28 client calling a tool of a
+// backend of the session-based revisions that asks its client during the
+// call (elicitation, sampling) gets the backend's request as an input
+// request, and its retry with the answer completes the held call: with
+// the go-sdk client's own multi round-trip handling, and by hand. A retry
+// that reaches another edge of the group is refused naming the edge that
+// holds the call (never run twice, never a hang); a client that declared
+// no capability is not held (the backend's request refused at once).
+func TestInputRequiredHeldCall(t *testing.T) {
+	f := newFleet(t)
+	startAskingBackend(t, f, "ask")
+	key, err := inputstate.New([]byte(strings.Repeat("h", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startEdge(t, f, &Options{ID: "edge-a", CallTimeout: 10 * time.Second, InputState: key})
+	b := startEdge(t, f, &Options{ID: "edge-b", CallTimeout: 10 * time.Second, InputState: key})
+	for _, e := range []*Edge{a, b} {
+		eventually(t, 10*time.Second, "ask served", func() bool {
+			_, ok := e.current().Catalog.Tool("ask_elicit")
+			return ok
+		})
+	}
+	ctx := context.Background()
+	text := func(res *mcp.CallToolResult) string {
+		if res == nil || len(res.Content) != 1 {
+			return fmt.Sprintf("%+v", res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+
+	t.Run("automatic", func(t *testing.T) {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+			},
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Model: "m1", Role: "assistant", Content: &mcp.TextContent{Text: "hi"}}, nil
+			}}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.MCPURL()}, &mcp.ClientSessionOptions{ProtocolVersion: newProtocol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		for tool, want := range map[string]string{"ask_elicit": "accept ada", "ask_sample": "model m1: hi"} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+			if err != nil || res.IsError || text(res) != want {
+				t.Errorf("%s: %s, %v; want %q", tool, text(res), err, want)
+			}
+		}
+	})
+
+	t.Run("by hand, retry on another edge", func(t *testing.T) {
+		first, err := newProtocolClient(t, a.MCPURL(), false).CallTool(ctx, &mcp.CallToolParams{Name: "ask_elicit", Arguments: map[string]any{}})
+		if err != nil || !first.NeedsInput() || len(first.InputRequests) != 1 {
+			t.Fatalf("first call: %+v, %v; want one input request", first, err)
+		}
+		var key string
+		for k, v := range first.InputRequests {
+			if p, ok := v.(*mcp.ElicitParams); !ok || p.Message != "your name?" {
+				t.Fatalf("input request %T %+v, want the backend's elicitation", v, v)
+			}
+			key = k
+		}
+		answer := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "grace"}}}
+		_, err = newProtocolClient(t, b.MCPURL(), false).CallTool(ctx, &mcp.CallToolParams{Name: "ask_elicit",
+			Arguments: map[string]any{}, InputResponses: answer, RequestState: first.RequestState})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, `"edge-a"`) {
+			t.Fatalf("retry on edge-b: %v; want invalid params naming edge-a", err)
+		}
+		res, err := newProtocolClient(t, a.MCPURL(), false).CallTool(ctx, &mcp.CallToolParams{Name: "ask_elicit",
+			Arguments: map[string]any{}, InputResponses: answer, RequestState: first.RequestState})
+		if err != nil || res.NeedsInput() || text(res) != "accept grace" {
+			t.Fatalf("retry on edge-a: %s, %v", text(res), err)
+		}
+		_, err = newProtocolClient(t, a.MCPURL(), false).CallTool(ctx, &mcp.CallToolParams{Name: "ask_elicit",
+			Arguments: map[string]any{}, InputResponses: answer, RequestState: first.RequestState})
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Fatalf("second retry of an ended call: %v; want invalid params", err)
+		}
+	})
+
+	t.Run("no capability", func(t *testing.T) {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: a.MCPURL()}, &mcp.ClientSessionOptions{ProtocolVersion: newProtocol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_elicit", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), "elicitation") {
+			t.Fatalf("call of a client that cannot be asked: %s, %v; want the backend's error", text(res), err)
+		}
+	})
 }

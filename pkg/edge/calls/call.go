@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -107,36 +108,77 @@ func (pl *Plane) Run(ctx context.Context, c Call) backend.Reply {
 }
 
 // Forward forwards call c by Route rt (resolved at start; err its
-// failure) and records it in the call trail when one is kept.
+// failure) and records it in the call trail when one is kept (a held
+// call once, at its end: held.go).
 func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start time.Time) backend.Reply {
 	var reply backend.Reply
-	if err == nil {
-		if je := pl.openState(&c, rt, start); je != nil {
-			reply, err = errorReply(je), je
-			if pl.o.Trail != nil {
-				pl.Audit(c, rt, start, &reply, err)
-			}
-			return reply
-		}
-	}
 	if err != nil {
 		reply = backend.Reply{Res: pl.unavailable(c.Name)}
-	} else if reply, err = pl.o.Pool.CallTool(ctx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
-		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless}); err == nil && reply.Stateless {
-		err = pl.sealState(c, rt, &reply, time.Now())
-	}
-	if err != nil && reply.Res == nil {
-		// err is a *backend.Error: its text names the backend and the kind
-		// of failure only (never the backend's URL or error body).
-		pl.o.Log.Warn().Str("tool", c.Name).Str("backend", rt.Tool.Backend).Err(err).Msg("tool call failed")
-		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("tool %q: %v", c.Name, err)}}}
-		res.SetError(err) // isError, and the failure kept for ClientError
-		reply = backend.Reply{Res: res}
+	} else {
+		var final bool
+		if reply, final, err = pl.forward(ctx, &c, rt, start); !final {
+			return reply // an input round of a held call
+		}
 	}
 	if pl.o.Trail != nil {
 		pl.Audit(c, rt, start, &reply, err)
 	}
 	return reply
+}
+
+// forward runs c by rt. final is false for a reply that is an input round
+// of a held call (held.go), which goes on.
+func (pl *Plane) forward(ctx context.Context, c *Call, rt Route, start time.Time) (reply backend.Reply, final bool, err error) {
+	if st := c.Stateless; st != nil && rt.Revision == "" {
+		// A client of the stateless generation, a backend of the
+		// session-based revisions: its requests to the client are held.
+		switch {
+		case st.RequestState != "":
+			inner, oerr := pl.sealer.Open(binding(*c, rt), st.RequestState, start)
+			if oerr == nil && !strings.HasPrefix(inner, heldPrefix) {
+				oerr = errors.New("requestState names no call held open")
+			}
+			if oerr != nil {
+				je := stateRefused(c.Name, oerr)
+				return errorReply(je), true, je
+			}
+			reply, final, je := pl.continueHeld(ctx, *c, rt, inner, start)
+			if je != nil {
+				return errorReply(je), true, je
+			}
+			return reply, final, nil
+		case len(st.InputResponses) > 0:
+			je := stateRefused(c.Name, errors.New("input responses without a requestState"))
+			return errorReply(je), true, je
+		case capsOf(st.Meta).any():
+			if h := pl.startHeld(*c, rt); h != nil {
+				reply, final := pl.await(ctx, *c, rt, h, start)
+				return reply, final, nil
+			}
+		}
+		c.Stateless = nil // nothing to hold: the call as any other, its requests refused
+	} else if je := pl.openState(c, rt, start); je != nil {
+		return errorReply(je), true, je
+	}
+	reply, err = pl.o.Pool.CallTool(ctx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless})
+	if err == nil && reply.Stateless {
+		err = pl.sealState(*c, rt, &reply, time.Now())
+	}
+	if err != nil && reply.Res == nil {
+		reply = pl.failed(*c, rt, err)
+	}
+	return reply, true, err
+}
+
+// failed is the reply of call c whose backend call failed with err (a
+// *backend.Error: its text names the backend and the kind of failure only,
+// never the backend's URL or error body).
+func (pl *Plane) failed(c Call, rt Route, err error) backend.Reply {
+	pl.o.Log.Warn().Str("tool", c.Name).Str("backend", rt.Tool.Backend).Err(err).Msg("tool call failed")
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("tool %q: %v", c.Name, err)}}}
+	res.SetError(err) // isError, and the failure kept for ClientError
+	return backend.Reply{Res: res}
 }
 
 // ClientError is the backend's JSON-RPC error a tools/call failed with

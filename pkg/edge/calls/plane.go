@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 
@@ -78,6 +79,9 @@ type Plane struct {
 	tracer       trace.Tracer
 	traced       bool
 	sealer       *inputstate.Sealer
+	held         heldCalls
+	heldCtx      context.Context // of held calls; ended by Close
+	heldStop     context.CancelFunc
 }
 
 // New returns a plane with options o.
@@ -96,6 +100,7 @@ func New(o Options) *Plane {
 	if o.Tracer != nil {
 		pl.tracer, pl.traced = o.Tracer, true
 	}
+	pl.heldCtx, pl.heldStop = context.WithCancel(context.Background())
 	if pl.sealer = o.InputState; pl.sealer == nil {
 		pl.sealer = inputstate.NewRandom()
 	}

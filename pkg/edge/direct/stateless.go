@@ -37,8 +37,10 @@ func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	msg, ok := fastpath.ParseStatelessCall(body)
-	if !ok || r.Header.Get("Mcp-Name") != msg.Name || a.o.Calls.SpeaksStateless(msg.Name) {
-		return false // a backend of the same revision: the go-sdk's path passes input requests
+	if !ok || r.Header.Get("Mcp-Name") != msg.Name || msg.Asks || a.o.Calls.SpeaksStateless(msg.Name) {
+		// A client that may be asked, or a backend of the same revision:
+		// the go-sdk's path holds or passes on input requests.
+		return false
 	}
 	if a.refuseParamHeaders(w, r, msg.Name, msg.ID, msg.Args) {
 		return true

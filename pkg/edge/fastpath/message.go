@@ -18,6 +18,13 @@ type Message struct {
 	Name     string
 	Args     json.RawMessage
 	CancelID json.RawMessage // the requestId a cancellation names
+	// Asks: a stateless call whose client declared sampling or
+	// elicitation, which a backend's request during the call may need: the
+	// go-sdk's path holds such calls for their input requests. (Roots are
+	// not counted: the go-sdk's client declares them always, and backends
+	// seldom ask for them during a call; a client of the fast path is
+	// answered for them at once.)
+	Asks bool
 }
 
 // ParseMessage parses data as a single tools/call request or
@@ -69,6 +76,7 @@ func ParseStatelessCall(body []byte) (Message, bool) {
 			switch string(k) {
 			case "_meta":
 				ok = ok && protocolMetaOnly(v)
+				m.Asks = asks(v)
 			case "name":
 				ok = ok && v.Type() == fastjson.TypeString
 				m.Name = string(v.GetStringBytes())
@@ -83,6 +91,21 @@ func ParseStatelessCall(body []byte) (Message, bool) {
 	})
 	m.Method = "tools/call"
 	return m, ok && m.Name != "" && mcpwire.PlainString(m.Name) // another name is the go-sdk's, as in parseFastMessage
+}
+
+// asks reports whether meta, a stateless request's _meta, declares
+// sampling or elicitation (Message.Asks).
+func asks(meta *fastjson.Value) bool {
+	caps := meta.Get("io.modelcontextprotocol/clientCapabilities")
+	if caps == nil || caps.Type() != fastjson.TypeObject {
+		return false
+	}
+	for _, k := range []string{"sampling", "elicitation"} {
+		if v := caps.Get(k); v != nil && v.Type() != fastjson.TypeNull {
+			return true
+		}
+	}
+	return false
 }
 
 // protocolMetaOnly reports whether meta, a request's _meta, has only

@@ -1,0 +1,302 @@
+package calls
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+)
+
+// A client of the stateless generation (2026-07-28) cannot be asked
+// anything during a call: it has no stream for a server's requests. When
+// its call goes to a backend of the session-based revisions, which asks
+// its client on the call's stream (elicitation, sampling, roots), the edge
+// holds the backend call open and answers the client with the backend's
+// request as an input request (an input-required result); the client's
+// retry, with its answer and the sealed requestState, gives the answer to
+// the held call, which goes on to its result or to its next request.
+//
+// The held call lives on the edge that started it. A retry that reaches
+// another edge of the group is refused with an error naming that edge
+// (the call is never run twice, and the retry never hangs); a retry that
+// comes after its input request expired is refused likewise. Bounds: held
+// calls per edge and per caller, how long an input request waits for its
+// retry, and the pool's call timeout over the whole call.
+
+// Bounds of held calls.
+const (
+	maxHeld            = 256
+	maxHeldPerIdentity = 16
+	// HeldWait is how long a held call's input request waits for the retry
+	// that answers it: then the backend is answered with an error.
+	HeldWait = 60 * time.Second
+)
+
+// heldPrefix marks the inner requestState of a held call:
+// "held\x00<edge>\x00<id>\x00<round>".
+const heldPrefix = "held\x00"
+
+// errHeldExpired answers a backend's request whose retry did not come.
+var errHeldExpired = errors.New("the client's retry with the answer did not come in time")
+
+// heldCalls are the calls held open on this edge.
+type heldCalls struct {
+	mu    sync.Mutex
+	calls map[string]*heldCall
+	per   map[string]int // by identity
+}
+
+// heldCall is one held backend call.
+type heldCall struct {
+	id, ident string
+	caps      clientCaps
+	asks      chan *heldAsk      // from the backend's stream to the request waiting
+	done      chan backend.Reply // the call's end
+	mu        sync.Mutex
+	pending   *heldAsk // the input request the client was given
+	round     int
+}
+
+// heldAsk is one request of the backend to the client.
+type heldAsk struct {
+	method string
+	params json.RawMessage
+	answer chan heldAnswer
+}
+
+type heldAnswer struct {
+	result json.RawMessage
+	err    error
+}
+
+// clientCaps are the capabilities a stateless client declared in its
+// _meta: which of the backend's requests it can be given.
+type clientCaps struct{ sampling, elicitation, roots bool }
+
+func capsOf(meta json.RawMessage) clientCaps {
+	var m struct {
+		Caps map[string]json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	}
+	if json.Unmarshal(meta, &m) != nil {
+		return clientCaps{}
+	}
+	has := func(k string) bool { v, ok := m.Caps[k]; return ok && string(v) != "null" }
+	return clientCaps{sampling: has("sampling"), elicitation: has("elicitation"), roots: has("roots")}
+}
+
+func (c clientCaps) any() bool { return c.sampling || c.elicitation || c.roots }
+
+// start registers a new held call of ident; nil when a bound is reached
+// (the call then runs as one whose requests are refused).
+func (hc *heldCalls) start(ident string, caps clientCaps) *heldCall {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.calls == nil {
+		hc.calls, hc.per = map[string]*heldCall{}, map[string]int{}
+	}
+	if len(hc.calls) >= maxHeld || hc.per[ident] >= maxHeldPerIdentity {
+		return nil
+	}
+	h := &heldCall{id: rand.Text(), ident: ident, caps: caps, asks: make(chan *heldAsk, 1), done: make(chan backend.Reply, 1)}
+	hc.calls[h.id] = h
+	hc.per[ident]++
+	return h
+}
+
+func (hc *heldCalls) get(id string) *heldCall {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	return hc.calls[id]
+}
+
+func (hc *heldCalls) end(h *heldCall) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.calls[h.id] == h {
+		delete(hc.calls, h.id)
+		if hc.per[h.ident]--; hc.per[h.ident] <= 0 {
+			delete(hc.per, h.ident)
+		}
+	}
+}
+
+// Notify drops the call's notifications: the client has no stream.
+func (h *heldCall) Notify(string, json.RawMessage) {}
+
+// Ask gives the backend's request to the request waiting on the call and
+// waits for the client's answer (HeldWait at most).
+func (h *heldCall) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	switch {
+	case method == "sampling/createMessage" && !h.caps.sampling:
+		return nil, lacks(method, "sampling")
+	case method == "elicitation/create" && !h.caps.elicitation:
+		return nil, lacks(method, "elicitation")
+	case method == "roots/list" && !h.caps.roots:
+		return nil, lacks(method, "roots")
+	}
+	a := &heldAsk{method: method, params: params, answer: make(chan heldAnswer, 1)}
+	select {
+	case h.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	t := time.NewTimer(HeldWait)
+	defer t.Stop()
+	select {
+	case ans := <-a.answer:
+		return ans.result, ans.err
+	case <-t.C:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: method + ": " + errHeldExpired.Error()}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// startHeld runs call c (route rt) off the request, its backend's
+// requests held for the client; nil when it cannot be held.
+func (pl *Plane) startHeld(c Call, rt Route) *heldCall {
+	if pl.o.Background == nil || !pl.o.Background.Hold() {
+		return nil
+	}
+	h := pl.held.start(c.Ident, capsOf(c.Stateless.Meta))
+	if h == nil {
+		pl.o.Background.Done()
+		return nil
+	}
+	go func() {
+		defer pl.o.Background.Done()
+		// The pool bounds the call by its timeout; Close ends it sooner.
+		reply, err := pl.o.Pool.CallTool(pl.heldCtx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+			Args: c.Args, Relay: h})
+		if err != nil {
+			reply = pl.failed(c, rt, err)
+		}
+		h.done <- reply
+	}()
+	return h
+}
+
+// Close ends the calls held open for their clients' input (their backends
+// are answered with an error): at shutdown, before Background's owner
+// waits for them.
+func (pl *Plane) Close() { pl.heldStop() }
+
+// await waits for held call h's next step on behalf of a request of call
+// c: its result (the call ends), or its next request to the client (an
+// input-required result, the call held for the retry). The client leaving
+// meanwhile leaves the call held until its input request expires.
+func (pl *Plane) await(ctx context.Context, c Call, rt Route, h *heldCall, now time.Time) (backend.Reply, bool) {
+	select {
+	case reply := <-h.done:
+		pl.held.end(h)
+		return reply, true
+	case a := <-h.asks:
+		h.mu.Lock()
+		h.pending = a
+		h.round++
+		round := h.round
+		h.mu.Unlock()
+		req, err := inputRequest(a.method, a.params)
+		if err != nil {
+			a.answer <- heldAnswer{err: badParams(a.method, err)}
+			return pl.await(ctx, c, rt, h, now)
+		}
+		inner := heldPrefix + pl.o.Edge + "\x00" + h.id + "\x00" + strconv.Itoa(round)
+		state, err := pl.sealer.Seal(binding(c, rt), inner, now.Add(HeldWait))
+		if err != nil {
+			a.answer <- heldAnswer{err: err}
+			return pl.await(ctx, c, rt, h, now)
+		}
+		res, err := inputRequired(mcp.InputRequestMap{"input-" + strconv.Itoa(round): req}, state)
+		if err != nil {
+			a.answer <- heldAnswer{err: err}
+			return pl.await(ctx, c, rt, h, now)
+		}
+		return backend.Reply{Res: res}, false
+	case <-ctx.Done():
+		return errorReply(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: %v", c.Name, ctx.Err())}), false
+	}
+}
+
+// continueHeld answers the pending input request of the held call the
+// requestState inner names with the retry's input responses, and waits
+// for the call's next step.
+func (pl *Plane) continueHeld(ctx context.Context, c Call, rt Route, inner string, now time.Time) (backend.Reply, bool, *jsonrpc.Error) {
+	parts := strings.Split(strings.TrimPrefix(inner, heldPrefix), "\x00")
+	if len(parts) != 3 {
+		return backend.Reply{}, false, stateRefused(c.Name, errors.New("requestState malformed"))
+	}
+	edge, id, round := parts[0], parts[1], parts[2]
+	if edge != pl.o.Edge {
+		return backend.Reply{}, false, stateRefused(c.Name, fmt.Errorf("the call this requestState continues is held open on edge %q: its retry must reach that edge", edge))
+	}
+	h := pl.held.get(id)
+	if h == nil {
+		return backend.Reply{}, false, stateRefused(c.Name, errors.New("the call this requestState continues is no longer held (it ended, or its input request expired)"))
+	}
+	h.mu.Lock()
+	a := h.pending
+	ok := a != nil && strconv.Itoa(h.round) == round
+	if ok {
+		h.pending = nil
+	}
+	h.mu.Unlock()
+	if !ok {
+		return backend.Reply{}, false, stateRefused(c.Name, errors.New("requestState names an input request already answered"))
+	}
+	var responses map[string]json.RawMessage
+	if err := json.Unmarshal(c.Stateless.InputResponses, &responses); err != nil || responses["input-"+round] == nil {
+		a.answer <- heldAnswer{err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: a.method + ": the client gave no answer"}}
+	} else {
+		a.answer <- heldAnswer{result: responses["input-"+round]}
+	}
+	reply, final := pl.await(ctx, c, rt, h, now)
+	return reply, final, nil
+}
+
+// inputRequired is the input-required result asking reqs with state (the
+// result's type is set as decoding a backend's would: the go-sdk keeps it
+// unexported).
+func inputRequired(reqs mcp.InputRequestMap, state string) (*mcp.CallToolResult, error) {
+	raw, err := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": state})
+	if err != nil {
+		return nil, fmt.Errorf("encode input requests: %w", err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decode input requests: %w", err)
+	}
+	return &res, nil
+}
+
+// inputRequest is the backend's request method/params as an input
+// request of the stateless revision.
+func inputRequest(method string, params json.RawMessage) (mcp.InputRequest, error) {
+	var p mcp.InputRequest
+	switch method {
+	case "elicitation/create":
+		p = &mcp.ElicitParams{}
+	case "sampling/createMessage":
+		p = &mcp.CreateMessageParams{}
+	case "roots/list":
+		p = &mcp.ListRootsParams{}
+	default:
+		return nil, fmt.Errorf("method %q is not an input request", method)
+	}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,52 @@
+package calls
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+)
+
+// TestHeldBounds: an edge holds at most maxHeld calls, a caller at most
+// maxHeldPerIdentity; a call that ends gives its room back.
+func TestHeldBounds(t *testing.T) {
+	var hc heldCalls
+	var alice []*heldCall
+	for range maxHeldPerIdentity {
+		h := hc.start("alice", clientCaps{elicitation: true})
+		if h == nil {
+			t.Fatal("alice refused below her bound")
+		}
+		alice = append(alice, h)
+	}
+	if hc.start("alice", clientCaps{}) != nil {
+		t.Fatal("alice held more than maxHeldPerIdentity calls")
+	}
+	hc.end(alice[0])
+	if hc.start("alice", clientCaps{}) == nil {
+		t.Fatal("an ended call's room not given back")
+	}
+	for i := 0; len(hc.calls) < maxHeld; i++ {
+		if hc.start("user-"+strconv.Itoa(i/maxHeldPerIdentity), clientCaps{}) == nil {
+			t.Fatalf("refused at %d held calls, below maxHeld", len(hc.calls))
+		}
+	}
+	if hc.start("bob", clientCaps{}) != nil {
+		t.Fatal("more than maxHeld calls held")
+	}
+}
+
+func TestCapsOf(t *testing.T) {
+	for meta, want := range map[string]clientCaps{
+		`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{"listChanged":true}}}`: {elicitation: true, roots: true},
+		`{"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`:                                 {sampling: true},
+		`{"io.modelcontextprotocol/clientCapabilities":{"sampling":null}}`:                               {},
+		`{"io.modelcontextprotocol/clientCapabilities":{}}`:                                              {},
+		`{}`:   {},
+		`null`: {},
+		`[`:    {},
+	} {
+		if got := capsOf(json.RawMessage(meta)); got != want {
+			t.Errorf("capsOf(%s) = %+v, want %+v", meta, got, want)
+		}
+	}
+}
