@@ -2,9 +2,9 @@ package auth_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
