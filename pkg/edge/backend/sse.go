@@ -46,6 +46,9 @@ func isSSE(cfg events.BackendConfig) bool { return cfg.Transport == events.Trans
 // of other calls, so its notifications are dropped and its requests
 // refused (the pooled client has no handlers for them).
 func (p *Pool) CallTool(ctx context.Context, call Call) (Reply, error) {
+	if perCaller(call.Config) && !isSSE(call.Config) && !call.Config.AllowLinkLocal {
+		return p.callAs(ctx, call) // callas.go: the caller's session and token
+	}
 	if !isSSE(call.Config) && !isStdio(call.Config) && !call.Config.AllowLinkLocal { // (a link-local allowance marks the go-sdk client's dials)
 		return p.callStreamable(ctx, call)
 	}

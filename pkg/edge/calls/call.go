@@ -104,7 +104,7 @@ func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start
 	var reply backend.Reply
 	if err != nil {
 		reply = backend.Reply{Res: pl.unavailable(c.Name)}
-	} else if reply, err = pl.o.Pool.CallTool(ctx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+	} else if reply, err = pl.o.Pool.CallTool(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
 		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay}); err != nil {
 		// err is a *backend.Error: its text names the backend and the kind
 		// of failure only (never the backend's URL or error body).
