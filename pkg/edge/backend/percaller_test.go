@@ -149,7 +149,9 @@ func TestPerCallerTokenExchange(t *testing.T) {
 	}
 	// The go-sdk path (prompts, resources) uses the caller's session too.
 	if _, err := Do(WithCaller(context.Background(), bob), f.p, "tickets", f.cfg, "tools/list", nil,
-		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListToolsResult, error) { return cs.ListTools(ctx, nil) }); err != nil {
+		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListToolsResult, error) {
+			return cs.ListTools(ctx, nil)
+		}); err != nil {
 		t.Fatal(err)
 	}
 	ex := f.iss.Exchanges()
