@@ -20,7 +20,7 @@ import (
 // stdioFleet writes the allow-list (the demo backend run as a stdio
 // command: entry "demo") and a fleet config of the stdio backends named,
 // each running that entry, and returns their paths.
-func stdioFleet(t *testing.T, backends ...string) (commands, fleet string) {
+func stdioFleet(t testing.TB, backends ...string) (commands, fleet string) {
 	t.Helper()
 	dir := t.TempDir()
 	demo := binaryOf(t, "demo", "./demo")
