@@ -103,6 +103,19 @@ type Identity struct {
 	Expiry time.Time
 
 	memo atomic.Pointer[any] // Memo's value
+	// token is the access token verified (behind a pointer: an Identity
+	// printed with %+v shows an address, not the token); AccessToken.
+	token *string
+}
+
+// AccessToken is the verified access token itself: for the one place
+// that sends it on, as the subject_token of a token exchange (RFC 8693),
+// never to a backend. "" for an Identity not made by a Verifier.
+func (id *Identity) AccessToken() string {
+	if id == nil || id.token == nil {
+		return ""
+	}
+	return *id.token
 }
 
 // Memo returns the value a caller derived from id (made by mk on first
@@ -253,6 +266,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 	}
 	id, err := v.verify(ctx, token, now)
 	if err == nil {
+		id.token = &token
 		v.cache.put(h, id, now, id.Expiry.Add(v.o.Leeway))
 	}
 	return id, err

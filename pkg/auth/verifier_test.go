@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -151,9 +152,19 @@ func TestIdentity(t *testing.T) {
 	iss, v, clk := setup(t, nil, auth.Options{Scopes: []string{"tools"}})
 	c := iss.Claims("alice", audience, "tools", "extra")
 	c["roles"] = []string{"ops"}
-	id, err := v.Verify(context.Background(), iss.Mint(c))
+	tok := iss.Mint(c)
+	id, err := v.Verify(context.Background(), tok)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The token itself, for a token exchange; the cached identity too,
+	// and never in the identity's printed form.
+	again, err := v.Verify(context.Background(), tok)
+	if err != nil || id.AccessToken() != tok || again.AccessToken() != tok || (&auth.Identity{}).AccessToken() != "" {
+		t.Fatalf("access token of the identity: %v", err)
+	}
+	if strings.Contains(fmt.Sprintf("%v %+v %#v", id, id, id), tok) {
+		t.Fatal("the identity prints its token")
 	}
 	if id.Issuer != iss.URL() || id.Subject != "alice" || strings.Join(id.Scopes, ",") != "tools,extra" ||
 		!id.Expiry.Equal(clk.Now().Add(time.Hour)) {

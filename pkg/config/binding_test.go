@@ -21,6 +21,17 @@ func bindingFleet(t *testing.T) *Fleet {
 
 func TestCheckBinding(t *testing.T) {
 	file := bindingFleet(t)
+	tf, err := Parse("fleet.yaml", []byte(strings.Replace(backendYAML(authYAML), "name: beta", "name: tickets", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := tf.Backend("default", "tickets")
+	if err := file.Put("default", tb); err != nil {
+		t.Fatal(err)
+	}
+	fileAuth := tb.Auth
+	otherAuth := fileAuth.Clone()
+	otherAuth.TokenURL = "https://attacker.example/token"
 	auth := credential.Headers{"Authorization": {Env: "BETA_AUTHORIZATION"}}
 	for _, c := range []struct {
 		name, group string
@@ -39,6 +50,13 @@ func TestCheckBinding(t *testing.T) {
 		{"another backend's reference", "default", Backend{Name: "alpha", URL: "https://beta.internal/mcp", Headers: auth}, "not one the config file holds"},
 		{"a new backend with a reference", "default", Backend{Name: "gamma", URL: "https://beta.internal/mcp", Headers: auth}, "not one the config file holds"},
 		{"the backend in another group", "other", Backend{Name: "beta", URL: "https://beta.internal/mcp", Headers: auth}, "not one the config file holds"},
+		{"the file's auth", "default", Backend{Name: "tickets", URL: "https://tickets.example/v2/mcp", Auth: fileAuth.Clone()}, ""},
+		{"auth to another origin", "default", Backend{Name: "tickets", URL: "https://attacker.example/mcp", Auth: fileAuth.Clone()},
+			"auth: is bound to the origin https://tickets.example:443"},
+		{"another token endpoint", "default", Backend{Name: "tickets", URL: "https://tickets.example/mcp", Auth: otherAuth},
+			"auth: is not the auth section the config file holds"},
+		{"auth on a backend the file has none for", "default", Backend{Name: "beta", URL: "https://beta.internal/mcp", Auth: fileAuth.Clone()},
+			"auth: is not the auth section"},
 	} {
 		err := file.CheckBinding(c.group, c.b)
 		switch {

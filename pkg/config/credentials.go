@@ -232,6 +232,11 @@ func CheckRefs(file string, f *Fleet, l credential.Limits) error {
 					return &FieldError{File: file, Field: fmt.Sprintf("groups[%d].backends[%d].headers.%s", gi, bi, name), Msg: err.Error(), Err: err}
 				}
 			}
+			if b.Auth != nil && b.Auth.ClientSecret != (credential.Ref{}) {
+				if err := l.Check(b.Auth.ClientSecret); err != nil {
+					return &FieldError{File: file, Field: fmt.Sprintf("groups[%d].backends[%d].auth.client_secret", gi, bi), Msg: err.Error(), Err: err}
+				}
+			}
 		}
 	}
 	return nil
@@ -246,14 +251,19 @@ var ErrUnboundRef = errors.New("credential reference not bound to this backend a
 // in that group (under any header), and b's URL must have the origin
 // (scheme, host, port) of that backend's URL in the file. A reference is
 // so sent only where the config file's author meant it to go; the admin
-// API can neither point it at another origin nor introduce one. Errors are
+// API can neither point it at another origin nor introduce one. Likewise
+// an auth section (whose tokens are the callers'): b may carry only the
+// one the file holds for it, and only to its origin in the file. Errors are
 // *FieldError naming "headers.<Name>" and the reference, matching
 // ErrUnboundRef; none quotes a value.
 func (f *Fleet) CheckBinding(group string, b Backend) error {
+	fb, inFile := f.Backend(group, b.Name)
+	if err := checkAuthBinding(group, b, fb, inFile); err != nil {
+		return err
+	}
 	if len(b.Headers) == 0 {
 		return nil
 	}
-	fb, inFile := f.Backend(group, b.Name)
 	held := map[credential.Ref]bool{}
 	for _, r := range fb.Headers {
 		held[r] = true
@@ -277,6 +287,29 @@ func (f *Fleet) CheckBinding(group string, b Backend) error {
 		if got != want {
 			return fail(fmt.Sprintf("is bound to the origin %s of this backend in the config file, not %s", want, got))
 		}
+	}
+	return nil
+}
+
+// checkAuthBinding is CheckBinding's rule for b's auth section: none, or
+// exactly the file's section for the backend (fb, when inFile), with b's
+// URL at the origin of the file's.
+func checkAuthBinding(group string, b, fb Backend, inFile bool) error {
+	if b.Auth == nil {
+		return nil
+	}
+	fail := func(msg string) error {
+		return &FieldError{Field: "auth", Msg: fmt.Sprintf("%s (put backend %q into group %q)", msg, b.Name, group), Err: ErrUnboundRef}
+	}
+	if !inFile || !b.Auth.Equal(fb.Auth) {
+		return fail("is not the auth section the config file holds for this backend; the admin API cannot introduce or change one")
+	}
+	want, err := credential.Origin(fb.URL)
+	if err != nil {
+		return fail("has no origin in the config file")
+	}
+	if got, err := credential.Origin(b.URL); err != nil || got != want {
+		return fail(fmt.Sprintf("is bound to the origin %s of this backend in the config file", want))
 	}
 	return nil
 }

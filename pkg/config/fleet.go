@@ -55,6 +55,8 @@ type Backend struct {
 	Command string
 	Args    []string
 	Env     map[string]credential.Ref
+	// Auth is the backend's per-caller credentials (auth.go); nil: none.
+	Auth *credential.Auth
 	// Tools, Prompts and Resources filter and rename the backend's
 	// definitions (package naming); zero: all, under the strategy's names.
 	Tools, Prompts, Resources naming.Rules
@@ -66,7 +68,7 @@ type Backend struct {
 func (b Backend) Equal(o Backend) bool {
 	return b.Name == o.Name && b.URL == o.URL && b.Transport == o.Transport &&
 		b.Headers.Equal(o.Headers) && b.AllowLinkLocal == o.AllowLinkLocal &&
-		b.Command == o.Command && slices.Equal(b.Args, o.Args) && maps.Equal(b.Env, o.Env)
+		b.Command == o.Command && slices.Equal(b.Args, o.Args) && maps.Equal(b.Env, o.Env) && b.Auth.Equal(o.Auth)
 }
 
 // NamingEqual reports whether b and o have the same naming rules.
@@ -117,6 +119,7 @@ func (f *Fleet) Clone() *Fleet {
 			b := &g.Backends[j]
 			b.Headers = b.Headers.Clone()
 			b.Args, b.Env = slices.Clone(b.Args), maps.Clone(b.Env)
+			b.Auth = b.Auth.Clone()
 			b.Tools, b.Prompts, b.Resources = b.Tools.Clone(), b.Prompts.Clone(), b.Resources.Clone()
 		}
 		g.PinnedTools = slices.Clone(g.PinnedTools)
@@ -167,6 +170,10 @@ func (f *Fleet) Put(group string, b Backend) error {
 		return putError(group, b.Name, field, msg)
 	}
 	b.Headers = b.Headers.Clone()
+	if field, msg := checkAuth(b); msg != "" {
+		return putError(group, b.Name, field, msg)
+	}
+	b.Auth = b.Auth.Clone()
 	var peers []Backend
 	if gi := f.groupIndex(group); gi >= 0 {
 		peers = f.Groups[gi].Backends

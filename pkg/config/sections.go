@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -86,7 +87,7 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 	for i, n := range nodes {
 		path := index(e.path, i)
 		bm, err := d.mapping(n, path, "name", "url", "transport", "headers", "allow_link_local", "tools", "prompts", "resources",
-			"command", "args", "env")
+			"command", "args", "env", "auth")
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +135,13 @@ func (d *decoder) backends(m map[string]entry, groupPath string, group *yaml.Nod
 			if msg := checkDestination(b.URL, b.AllowLinkLocal); msg != "" {
 				return nil, d.errorf(ue.line(), ue.path, "%s", msg)
 			}
+		}
+		if b.Auth, err = d.auth(orAt(bm, "auth", n, path)); err != nil {
+			return nil, err
+		}
+		if field, msg := checkAuth(b); msg != "" {
+			fe := orAt(bm, strings.SplitN(field, ".", 2)[0], n, path)
+			return nil, d.errorf(fe.line(), join(path, field), "%s", msg)
 		}
 		if b.Tools, b.Prompts, b.Resources, err = d.rules(bm, b.Name, renames); err != nil {
 			return nil, err

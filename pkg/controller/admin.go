@@ -56,12 +56,14 @@ type BackendJSON struct {
 	// the values); AllowLinkLocal is shown when true.
 	Headers        credential.Headers `json:"headers,omitempty"`
 	AllowLinkLocal bool               `json:"allow_link_local,omitempty"`
-	Status         string             `json:"status"`
-	Reason         string             `json:"reason,omitempty"`
-	Advertisable   bool               `json:"advertisable"`
-	Tools          []string           `json:"tools"`
-	Digest         string             `json:"digest"`
-	Generation     uint64             `json:"generation"`
+	// Auth is the backend's auth section (references only).
+	Auth         *credential.Auth `json:"auth,omitempty"`
+	Status       string           `json:"status"`
+	Reason       string           `json:"reason,omitempty"`
+	Advertisable bool             `json:"advertisable"`
+	Tools        []string         `json:"tools"`
+	Digest       string           `json:"digest"`
+	Generation   uint64           `json:"generation"`
 }
 
 // ViewJSON is GET /v1/groups/{group}/view.
@@ -120,7 +122,7 @@ func (c *Controller) getState(w http.ResponseWriter, _ *http.Request) {
 		for _, bname := range g.BackendNames() {
 			b := g.Backends[bname]
 			bj := BackendJSON{Name: b.Name, URL: b.Config.URL, Transport: b.Config.Transport,
-				Headers: b.Config.Headers, AllowLinkLocal: b.Config.AllowLinkLocal, Status: b.Status,
+				Headers: b.Config.Headers, AllowLinkLocal: b.Config.AllowLinkLocal, Auth: b.Config.Auth, Status: b.Status,
 				Reason: b.Reason, Advertisable: b.Advertisable, Tools: []string{}, Generation: b.Generation}
 			// The live status, unless the log withdrew the backend because
 			// its catalog is too large for an event: the fleet serves
@@ -152,6 +154,10 @@ type putBody struct {
 	Command string                     `json:"command"`
 	Args    []string                   `json:"args"`
 	Env     map[string]json.RawMessage `json:"env"`
+	// Auth is the backend's auth section as in the config file (JSON
+	// names as the YAML's); only the one the file holds for the backend
+	// is taken (config.Fleet.CheckBinding).
+	Auth *credential.Auth `json:"auth"`
 	// Tools, Prompts and Resources are the backend's naming rules
 	// ({"include": [...], "exclude": [...], "rename": {...}}), as in the
 	// config file; absent: none. Like every field, they replace the
@@ -188,7 +194,7 @@ func (c *Controller) putBackend(w http.ResponseWriter, r *http.Request) {
 		env[k] = ref
 	}
 	b := config.Backend{Name: name, URL: body.URL, Transport: body.Transport, Headers: headers, AllowLinkLocal: body.AllowLinkLocal,
-		Command: body.Command, Args: body.Args, Env: env,
+		Command: body.Command, Args: body.Args, Env: env, Auth: body.Auth,
 		Tools: body.Tools, Prompts: body.Prompts, Resources: body.Resources}
 	if err := checkStdioBackend(c.opts.Stdio, group, b); err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("PUT backend %s/%s: %w", group, name, err))

@@ -239,7 +239,7 @@ func desiredOf(f *config.Fleet) map[BackendKey]events.BackendConfig {
 func backendConfig(b config.Backend) events.BackendConfig {
 	return events.BackendConfig{URL: b.URL, Transport: b.Transport,
 		Headers: b.Headers.Clone(), AllowLinkLocal: b.AllowLinkLocal,
-		Command: b.Command, Args: slices.Clone(b.Args), Env: maps.Clone(b.Env)}
+		Command: b.Command, Args: slices.Clone(b.Args), Env: maps.Clone(b.Env), Auth: b.Auth.Clone()}
 }
 
 // checkStdio refuses a stdio backend of f whose command is not in this

@@ -210,7 +210,7 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 		rp := &runningProber{cfg: cfg, cancel: cancel, done: make(chan struct{})}
 		key := k
 		p := prober.New(prober.Target{Group: k.Group, Name: k.Name, URL: cfg.URL, Transport: cfg.Transport,
-			Headers: cfg.Headers, AllowLinkLocal: cfg.AllowLinkLocal, Command: cfg.Command, Args: cfg.Args, Env: cfg.Env}, prober.Sink{
+			Headers: cfg.Headers, AllowLinkLocal: cfg.AllowLinkLocal, Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Auth: cfg.Auth}, prober.Sink{
 			Observe: func(_ prober.Target, o health.Observation) {
 				select {
 				case obsCh <- observation{key, o}:

@@ -160,3 +160,8 @@ func validValue(v string) bool {
 	}
 	return true
 }
+
+// NewSecret holds v as a Secret: a value obtained otherwise than from a
+// reference (a token a token endpoint issued) gets the same protection
+// from printing and encoding.
+func NewSecret(v string) Secret { return Secret{v: &v} }

@@ -230,6 +230,12 @@ func (c BackendConfig) proto() *eventspb.BackendConfig {
 		r := c.Env[name]
 		p.Env = append(p.Env, &eventspb.HeaderRef{Name: name, Env: r.Env, File: r.File})
 	}
+	if a := c.Auth; a != nil {
+		p.Auth = &eventspb.BackendAuth{Type: a.Type, TokenUrl: a.TokenURL, Audience: a.Audience, Scopes: a.Scopes, ClientId: a.ClientID}
+		if a.ClientSecret != (credential.Ref{}) {
+			p.Auth.ClientSecret = &eventspb.HeaderRef{Env: a.ClientSecret.Env, File: a.ClientSecret.File}
+		}
+	}
 	return p
 }
 
@@ -250,6 +256,14 @@ func configFromProto(p *eventspb.BackendConfig) BackendConfig {
 			c.Env = map[string]credential.Ref{}
 		}
 		c.Env[v.GetName()] = credential.Ref{Env: v.GetEnv(), File: v.GetFile()}
+	}
+	// Taken as it is, as the headers: the edge validates it before use.
+	if a := p.GetAuth(); a != nil {
+		c.Auth = &credential.Auth{Type: a.GetType(), TokenURL: a.GetTokenUrl(), Audience: a.GetAudience(), Scopes: a.GetScopes(),
+			ClientID: a.GetClientId()}
+		if s := a.GetClientSecret(); s != nil {
+			c.Auth.ClientSecret = credential.Ref{Env: s.GetEnv(), File: s.GetFile()}
+		}
 	}
 	return c
 }

@@ -75,13 +75,16 @@ type BackendConfig struct {
 	Command string                    `json:"command,omitempty"`
 	Args    []string                  `json:"args,omitempty"`
 	Env     map[string]credential.Ref `json:"env,omitempty"`
+	// Auth is the backend's per-caller credentials (references only);
+	// nil: none.
+	Auth *credential.Auth `json:"auth,omitempty"`
 }
 
 // Equal reports whether c and o are the same configuration (nil and empty
 // headers are the same).
 func (c BackendConfig) Equal(o BackendConfig) bool {
 	return c.URL == o.URL && c.Transport == o.Transport && c.Headers.Equal(o.Headers) && c.AllowLinkLocal == o.AllowLinkLocal &&
-		c.Command == o.Command && slices.Equal(c.Args, o.Args) && maps.Equal(c.Env, o.Env)
+		c.Command == o.Command && slices.Equal(c.Args, o.Args) && maps.Equal(c.Env, o.Env) && c.Auth.Equal(o.Auth)
 }
 
 // Catalog is a backend's tool, resource and prompt definitions as the

@@ -65,6 +65,9 @@ type Target struct {
 	Command string
 	Args    []string
 	Env     map[string]credential.Ref
+	// Auth is the backend's per-caller credentials; the prober, which
+	// calls for no user, gets a token of the client itself (probeauth.go).
+	Auth *credential.Auth
 }
 
 func (t Target) String() string { return t.Group + "/" + t.Name }
@@ -154,6 +157,9 @@ type Prober struct {
 	// credFailing: a header reference did not resolve at the last
 	// connect (logged once per outage).
 	credFailing bool
+
+	// The client credentials token of a target with Auth (probeauth.go).
+	probeTok probeToken
 
 	// A stdio target's host, instance and list capture (stdio.go).
 	stdioHost  *stdio.Host
@@ -323,7 +329,12 @@ func (p *Prober) serve(ctx context.Context, s *session) (anyOK bool) {
 			return anyOK
 		case <-s.dropped:
 			p.log.Warn().Str("reason", s.reason).Msg("backend session lost")
-			if !s.clean {
+			switch code := s.wire.authStatus(); {
+			case s.clean:
+			case code != 0: // the backend refused the credentials (a ping's 401): unauthenticated
+				p.forgetProbeToken()
+				p.report(resultAuthFailure, 0, fmt.Sprintf("HTTP %d: %s", code, s.reason))
+			default:
 				p.report(resultFailure, 0, s.reason)
 			}
 			// A stream that ended normally is not a failure by itself: the

@@ -103,7 +103,12 @@ func (p *Prober) connect(ctx context.Context) (*session, error) {
 		p.credFailing = false
 		p.log.Info().Msg("backend credential resolved")
 	}
-	s.wire = &wire{next: creds, ctx: sctx, bound: p.policy.Timeout, lists: newCapture(), drop: s.drop,
+	next, err := p.withProbeToken(sctx, creds) // probeauth.go: a token-exchange backend's probe token
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	s.wire = &wire{next: next, ctx: sctx, bound: p.policy.Timeout, lists: newCapture(), drop: s.drop,
 		limits: mcpwire.Limits{MaxDepth: mcpwire.MaxDepth, MaxMessage: p.maxMessage}}
 	hc := &http.Client{Transport: s.wire, CheckRedirect: noRedirects, Jar: p.jar}
 
@@ -154,6 +159,7 @@ func (p *Prober) connect(ctx context.Context) (*session, error) {
 // carrying the observation's result and reason.
 func (p *Prober) classify(err error, w *wire) *connectError {
 	if code := w.authStatus(); code != 0 {
+		p.forgetProbeToken() // probeauth.go
 		return &connectError{result: resultAuthFailure, reason: fmt.Sprintf("HTTP %d: %v", code, err), err: err}
 	}
 	return &connectError{result: resultFailure, reason: err.Error(), err: err}

@@ -299,9 +299,12 @@ type BackendConfig struct {
 	// of each host's allow-list, never a program; args are appended to the
 	// entry's argv; env are variables set from references (sorted by name,
 	// names unique), never values.
-	Command       string       `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
-	Args          []string     `protobuf:"bytes,6,rep,name=args,proto3" json:"args,omitempty"`
-	Env           []*HeaderRef `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
+	Command string       `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	Args    []string     `protobuf:"bytes,6,rep,name=args,proto3" json:"args,omitempty"`
+	Env     []*HeaderRef `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
+	// auth is the backend's per-caller credentials (absent: none): where
+	// each caller's token is obtained, never a token or a secret.
+	Auth          *BackendAuth `protobuf:"bytes,8,opt,name=auth,proto3" json:"auth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -385,6 +388,99 @@ func (x *BackendConfig) GetEnv() []*HeaderRef {
 	return nil
 }
 
+func (x *BackendConfig) GetAuth() *BackendAuth {
+	if x != nil {
+		return x.Auth
+	}
+	return nil
+}
+
+// BackendAuth is a backend's auth section (type "token_exchange": RFC 8693
+// at token_url as client_id; client_secret is a reference, name empty).
+type BackendAuth struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	TokenUrl      string                 `protobuf:"bytes,2,opt,name=token_url,json=tokenUrl,proto3" json:"token_url,omitempty"`
+	Audience      string                 `protobuf:"bytes,3,opt,name=audience,proto3" json:"audience,omitempty"`
+	Scopes        []string               `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	ClientId      string                 `protobuf:"bytes,5,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientSecret  *HeaderRef             `protobuf:"bytes,6,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendAuth) Reset() {
+	*x = BackendAuth{}
+	mi := &file_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendAuth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendAuth) ProtoMessage() {}
+
+func (x *BackendAuth) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendAuth.ProtoReflect.Descriptor instead.
+func (*BackendAuth) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BackendAuth) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *BackendAuth) GetTokenUrl() string {
+	if x != nil {
+		return x.TokenUrl
+	}
+	return ""
+}
+
+func (x *BackendAuth) GetAudience() string {
+	if x != nil {
+		return x.Audience
+	}
+	return ""
+}
+
+func (x *BackendAuth) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *BackendAuth) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *BackendAuth) GetClientSecret() *HeaderRef {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return nil
+}
+
 // HeaderRef is one header of a backend and the reference of its value:
 // exactly one of env and file is set.
 type HeaderRef struct {
@@ -398,7 +494,7 @@ type HeaderRef struct {
 
 func (x *HeaderRef) Reset() {
 	*x = HeaderRef{}
-	mi := &file_events_proto_msgTypes[2]
+	mi := &file_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +506,7 @@ func (x *HeaderRef) String() string {
 func (*HeaderRef) ProtoMessage() {}
 
 func (x *HeaderRef) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[2]
+	mi := &file_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +519,7 @@ func (x *HeaderRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeaderRef.ProtoReflect.Descriptor instead.
 func (*HeaderRef) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{2}
+	return file_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HeaderRef) GetName() string {
@@ -456,7 +552,7 @@ type BackendAdded struct {
 
 func (x *BackendAdded) Reset() {
 	*x = BackendAdded{}
-	mi := &file_events_proto_msgTypes[3]
+	mi := &file_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +564,7 @@ func (x *BackendAdded) String() string {
 func (*BackendAdded) ProtoMessage() {}
 
 func (x *BackendAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[3]
+	mi := &file_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +577,7 @@ func (x *BackendAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendAdded.ProtoReflect.Descriptor instead.
 func (*BackendAdded) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{3}
+	return file_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BackendAdded) GetConfig() *BackendConfig {
@@ -500,7 +596,7 @@ type BackendRemoved struct {
 
 func (x *BackendRemoved) Reset() {
 	*x = BackendRemoved{}
-	mi := &file_events_proto_msgTypes[4]
+	mi := &file_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +608,7 @@ func (x *BackendRemoved) String() string {
 func (*BackendRemoved) ProtoMessage() {}
 
 func (x *BackendRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[4]
+	mi := &file_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +621,7 @@ func (x *BackendRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendRemoved.ProtoReflect.Descriptor instead.
 func (*BackendRemoved) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{4}
+	return file_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BackendRemoved) GetConfig() *BackendConfig {
@@ -547,7 +643,7 @@ type HealthChanged struct {
 
 func (x *HealthChanged) Reset() {
 	*x = HealthChanged{}
-	mi := &file_events_proto_msgTypes[5]
+	mi := &file_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +655,7 @@ func (x *HealthChanged) String() string {
 func (*HealthChanged) ProtoMessage() {}
 
 func (x *HealthChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[5]
+	mi := &file_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +668,7 @@ func (x *HealthChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthChanged.ProtoReflect.Descriptor instead.
 func (*HealthChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{5}
+	return file_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HealthChanged) GetFrom() string {
@@ -614,7 +710,7 @@ type InvalidTool struct {
 
 func (x *InvalidTool) Reset() {
 	*x = InvalidTool{}
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +722,7 @@ func (x *InvalidTool) String() string {
 func (*InvalidTool) ProtoMessage() {}
 
 func (x *InvalidTool) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +735,7 @@ func (x *InvalidTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvalidTool.ProtoReflect.Descriptor instead.
 func (*InvalidTool) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{6}
+	return file_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InvalidTool) GetName() string {
@@ -682,7 +778,7 @@ type CatalogChanged struct {
 
 func (x *CatalogChanged) Reset() {
 	*x = CatalogChanged{}
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +790,7 @@ func (x *CatalogChanged) String() string {
 func (*CatalogChanged) ProtoMessage() {}
 
 func (x *CatalogChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +803,7 @@ func (x *CatalogChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogChanged.ProtoReflect.Descriptor instead.
 func (*CatalogChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{7}
+	return file_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CatalogChanged) GetTools() []byte {
@@ -781,7 +877,7 @@ type PolicyChanged struct {
 
 func (x *PolicyChanged) Reset() {
 	*x = PolicyChanged{}
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +889,7 @@ func (x *PolicyChanged) String() string {
 func (*PolicyChanged) ProtoMessage() {}
 
 func (x *PolicyChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +902,7 @@ func (x *PolicyChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyChanged.ProtoReflect.Descriptor instead.
 func (*PolicyChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{8}
+	return file_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PolicyChanged) GetSection() []byte {
@@ -837,7 +933,7 @@ type NamingChanged struct {
 
 func (x *NamingChanged) Reset() {
 	*x = NamingChanged{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +945,7 @@ func (x *NamingChanged) String() string {
 func (*NamingChanged) ProtoMessage() {}
 
 func (x *NamingChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +958,7 @@ func (x *NamingChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamingChanged.ProtoReflect.Descriptor instead.
 func (*NamingChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NamingChanged) GetSpec() *NamingSpec {
@@ -888,7 +984,7 @@ type NamingSpec struct {
 
 func (x *NamingSpec) Reset() {
 	*x = NamingSpec{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +996,7 @@ func (x *NamingSpec) String() string {
 func (*NamingSpec) ProtoMessage() {}
 
 func (x *NamingSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +1009,7 @@ func (x *NamingSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamingSpec.ProtoReflect.Descriptor instead.
 func (*NamingSpec) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NamingSpec) GetSeparator() string {
@@ -950,7 +1046,7 @@ type BackendNaming struct {
 
 func (x *BackendNaming) Reset() {
 	*x = BackendNaming{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1058,7 @@ func (x *BackendNaming) String() string {
 func (*BackendNaming) ProtoMessage() {}
 
 func (x *BackendNaming) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1071,7 @@ func (x *BackendNaming) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendNaming.ProtoReflect.Descriptor instead.
 func (*BackendNaming) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BackendNaming) GetName() string {
@@ -1022,7 +1118,7 @@ type NameRules struct {
 
 func (x *NameRules) Reset() {
 	*x = NameRules{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1130,7 @@ func (x *NameRules) String() string {
 func (*NameRules) ProtoMessage() {}
 
 func (x *NameRules) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1143,7 @@ func (x *NameRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRules.ProtoReflect.Descriptor instead.
 func (*NameRules) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NameRules) GetInclude() []string {
@@ -1081,7 +1177,7 @@ type NameRename struct {
 
 func (x *NameRename) Reset() {
 	*x = NameRename{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1189,7 @@ func (x *NameRename) String() string {
 func (*NameRename) ProtoMessage() {}
 
 func (x *NameRename) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1202,7 @@ func (x *NameRename) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRename.ProtoReflect.Descriptor instead.
 func (*NameRename) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NameRename) GetOwn() string {
@@ -1136,7 +1232,7 @@ type OutboxEntry struct {
 
 func (x *OutboxEntry) Reset() {
 	*x = OutboxEntry{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1244,7 @@ func (x *OutboxEntry) String() string {
 func (*OutboxEntry) ProtoMessage() {}
 
 func (x *OutboxEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1257,7 @@ func (x *OutboxEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxEntry.ProtoReflect.Descriptor instead.
 func (*OutboxEntry) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OutboxEntry) GetMsgId() string {
@@ -1200,7 +1296,7 @@ const file_events_proto_rawDesc = "" +
 	"\x0epolicy_changed\x18\x0e \x01(\v2\".fleetgate.events.v1.PolicyChangedH\x00R\rpolicyChanged\x12K\n" +
 	"\x0enaming_changed\x18\x0f \x01(\v2\".fleetgate.events.v1.NamingChangedH\x00R\rnamingChanged\x12 \n" +
 	"\vtraceparent\x18d \x01(\tR\vtraceparentB\x06\n" +
-	"\x04kind\"\x83\x02\n" +
+	"\x04kind\"\xb9\x02\n" +
 	"\rBackendConfig\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x128\n" +
@@ -1208,7 +1304,15 @@ const file_events_proto_rawDesc = "" +
 	"\x10allow_link_local\x18\x04 \x01(\bR\x0eallowLinkLocal\x12\x18\n" +
 	"\acommand\x18\x05 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x06 \x03(\tR\x04args\x120\n" +
-	"\x03env\x18\a \x03(\v2\x1e.fleetgate.events.v1.HeaderRefR\x03env\"E\n" +
+	"\x03env\x18\a \x03(\v2\x1e.fleetgate.events.v1.HeaderRefR\x03env\x124\n" +
+	"\x04auth\x18\b \x01(\v2 .fleetgate.events.v1.BackendAuthR\x04auth\"\xd4\x01\n" +
+	"\vBackendAuth\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1b\n" +
+	"\ttoken_url\x18\x02 \x01(\tR\btokenUrl\x12\x1a\n" +
+	"\baudience\x18\x03 \x01(\tR\baudience\x12\x16\n" +
+	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1b\n" +
+	"\tclient_id\x18\x05 \x01(\tR\bclientId\x12C\n" +
+	"\rclient_secret\x18\x06 \x01(\v2\x1e.fleetgate.events.v1.HeaderRefR\fclientSecret\"E\n" +
 	"\tHeaderRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03env\x18\x02 \x01(\tR\x03env\x12\x12\n" +
@@ -1277,52 +1381,55 @@ func file_events_proto_rawDescGZIP() []byte {
 }
 
 var file_events_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_events_proto_goTypes = []any{
 	(Compression)(0),              // 0: fleetgate.events.v1.Compression
 	(*Event)(nil),                 // 1: fleetgate.events.v1.Event
 	(*BackendConfig)(nil),         // 2: fleetgate.events.v1.BackendConfig
-	(*HeaderRef)(nil),             // 3: fleetgate.events.v1.HeaderRef
-	(*BackendAdded)(nil),          // 4: fleetgate.events.v1.BackendAdded
-	(*BackendRemoved)(nil),        // 5: fleetgate.events.v1.BackendRemoved
-	(*HealthChanged)(nil),         // 6: fleetgate.events.v1.HealthChanged
-	(*InvalidTool)(nil),           // 7: fleetgate.events.v1.InvalidTool
-	(*CatalogChanged)(nil),        // 8: fleetgate.events.v1.CatalogChanged
-	(*PolicyChanged)(nil),         // 9: fleetgate.events.v1.PolicyChanged
-	(*NamingChanged)(nil),         // 10: fleetgate.events.v1.NamingChanged
-	(*NamingSpec)(nil),            // 11: fleetgate.events.v1.NamingSpec
-	(*BackendNaming)(nil),         // 12: fleetgate.events.v1.BackendNaming
-	(*NameRules)(nil),             // 13: fleetgate.events.v1.NameRules
-	(*NameRename)(nil),            // 14: fleetgate.events.v1.NameRename
-	(*OutboxEntry)(nil),           // 15: fleetgate.events.v1.OutboxEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*BackendAuth)(nil),           // 3: fleetgate.events.v1.BackendAuth
+	(*HeaderRef)(nil),             // 4: fleetgate.events.v1.HeaderRef
+	(*BackendAdded)(nil),          // 5: fleetgate.events.v1.BackendAdded
+	(*BackendRemoved)(nil),        // 6: fleetgate.events.v1.BackendRemoved
+	(*HealthChanged)(nil),         // 7: fleetgate.events.v1.HealthChanged
+	(*InvalidTool)(nil),           // 8: fleetgate.events.v1.InvalidTool
+	(*CatalogChanged)(nil),        // 9: fleetgate.events.v1.CatalogChanged
+	(*PolicyChanged)(nil),         // 10: fleetgate.events.v1.PolicyChanged
+	(*NamingChanged)(nil),         // 11: fleetgate.events.v1.NamingChanged
+	(*NamingSpec)(nil),            // 12: fleetgate.events.v1.NamingSpec
+	(*BackendNaming)(nil),         // 13: fleetgate.events.v1.BackendNaming
+	(*NameRules)(nil),             // 14: fleetgate.events.v1.NameRules
+	(*NameRename)(nil),            // 15: fleetgate.events.v1.NameRename
+	(*OutboxEntry)(nil),           // 16: fleetgate.events.v1.OutboxEntry
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_events_proto_depIdxs = []int32{
-	16, // 0: fleetgate.events.v1.Event.time:type_name -> google.protobuf.Timestamp
-	4,  // 1: fleetgate.events.v1.Event.backend_added:type_name -> fleetgate.events.v1.BackendAdded
-	5,  // 2: fleetgate.events.v1.Event.backend_removed:type_name -> fleetgate.events.v1.BackendRemoved
-	6,  // 3: fleetgate.events.v1.Event.health_changed:type_name -> fleetgate.events.v1.HealthChanged
-	8,  // 4: fleetgate.events.v1.Event.catalog_changed:type_name -> fleetgate.events.v1.CatalogChanged
-	9,  // 5: fleetgate.events.v1.Event.policy_changed:type_name -> fleetgate.events.v1.PolicyChanged
-	10, // 6: fleetgate.events.v1.Event.naming_changed:type_name -> fleetgate.events.v1.NamingChanged
-	3,  // 7: fleetgate.events.v1.BackendConfig.headers:type_name -> fleetgate.events.v1.HeaderRef
-	3,  // 8: fleetgate.events.v1.BackendConfig.env:type_name -> fleetgate.events.v1.HeaderRef
-	2,  // 9: fleetgate.events.v1.BackendAdded.config:type_name -> fleetgate.events.v1.BackendConfig
-	2,  // 10: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
-	0,  // 11: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
-	7,  // 12: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
-	11, // 13: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
-	12, // 14: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
-	13, // 15: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
-	13, // 16: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
-	13, // 17: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
-	14, // 18: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
-	1,  // 19: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	17, // 0: fleetgate.events.v1.Event.time:type_name -> google.protobuf.Timestamp
+	5,  // 1: fleetgate.events.v1.Event.backend_added:type_name -> fleetgate.events.v1.BackendAdded
+	6,  // 2: fleetgate.events.v1.Event.backend_removed:type_name -> fleetgate.events.v1.BackendRemoved
+	7,  // 3: fleetgate.events.v1.Event.health_changed:type_name -> fleetgate.events.v1.HealthChanged
+	9,  // 4: fleetgate.events.v1.Event.catalog_changed:type_name -> fleetgate.events.v1.CatalogChanged
+	10, // 5: fleetgate.events.v1.Event.policy_changed:type_name -> fleetgate.events.v1.PolicyChanged
+	11, // 6: fleetgate.events.v1.Event.naming_changed:type_name -> fleetgate.events.v1.NamingChanged
+	4,  // 7: fleetgate.events.v1.BackendConfig.headers:type_name -> fleetgate.events.v1.HeaderRef
+	4,  // 8: fleetgate.events.v1.BackendConfig.env:type_name -> fleetgate.events.v1.HeaderRef
+	3,  // 9: fleetgate.events.v1.BackendConfig.auth:type_name -> fleetgate.events.v1.BackendAuth
+	4,  // 10: fleetgate.events.v1.BackendAuth.client_secret:type_name -> fleetgate.events.v1.HeaderRef
+	2,  // 11: fleetgate.events.v1.BackendAdded.config:type_name -> fleetgate.events.v1.BackendConfig
+	2,  // 12: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
+	0,  // 13: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
+	8,  // 14: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
+	12, // 15: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
+	13, // 16: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
+	14, // 17: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
+	14, // 18: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
+	14, // 19: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
+	15, // 20: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
+	1,  // 21: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -1344,7 +1451,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -77,6 +77,7 @@ type Issuer struct {
 	hits         map[string]int
 	cacheControl string
 	seq          int
+	sts          tokenEndpoint // token.go
 }
 
 // New starts an issuer; it stops when the test ends.
@@ -123,7 +124,8 @@ func (i *Issuer) SetCacheControl(v string) {
 }
 
 func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
-	md := map[string]any{"issuer": i.URL(), "jwks_uri": i.JWKSURL(), "response_types_supported": []string{"code"}}
+	md := map[string]any{"issuer": i.URL(), "jwks_uri": i.JWKSURL(), "response_types_supported": []string{"code"},
+		"token_endpoint": i.TokenURL()}
 	if i.o.MetadataIssuer != "" {
 		md["issuer"] = i.o.MetadataIssuer
 	}
@@ -138,6 +140,9 @@ func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
 		} else {
 			kind, body = HitOAuth, md
 		}
+	case "/token" + i.o.Path:
+		i.serveToken(w, r) // token.go
+		return
 	case i.o.Path + "/.well-known/openid-configuration", "/.well-known/openid-configuration" + i.o.Path:
 		if !i.o.NoOIDC {
 			kind, body = HitOIDC, md

@@ -93,6 +93,8 @@ type Pool struct {
 	// stdio runs the edge's own instances of stdio backends (stdio.go);
 	// nil: none may run.
 	stdio *stdioSet
+	// callers are the per-caller sessions of auth backends (percaller.go).
+	callers callerSet
 }
 
 // backendConn is the pooled session of one backend. mu serializes
@@ -104,6 +106,9 @@ type backendConn struct {
 	// stdio: the backend is a process of this edge (stdio.go); its
 	// session is its instance's, which the pool never closes.
 	stdio bool
+	// user is the caller of a per-caller session (percaller.go); nil
+	// for the shared one.
+	user *userAuth
 
 	// Backend credentials and link-local allowance (backendClient).
 	cfg   events.BackendConfig
@@ -263,6 +268,7 @@ func (p *Pool) Prune(cfgs map[string]events.BackendConfig) {
 	for _, c := range gone {
 		p.closeLater(c)
 	}
+	p.pruneCallers(cfgs) // percaller.go
 	if p.stdio != nil {
 		p.stdio.prune(p.ctx, cfgs)
 	}
@@ -282,6 +288,7 @@ func (p *Pool) CloseAll() {
 	for _, c := range conns {
 		c.close()
 	}
+	p.closeCallers() // percaller.go
 	if p.stdio != nil {
 		p.stdio.closeAll()
 	}
@@ -326,6 +333,11 @@ func (p *Pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	// A new session resolves the backend's header references again.
 	if err := c.creds.Refresh(); err != nil {
 		return nil, fmt.Errorf("connect backend %q: %w", c.name, err)
+	}
+	if c.user != nil { // the caller's token first: a refusal keeps its code (percaller.go)
+		if _, err := c.user.authorization(ctx); err != nil {
+			return nil, fmt.Errorf("connect backend %q: %w", c.name, err)
+		}
 	}
 	var cs *mcp.ClientSession
 	end := func() {}
@@ -421,16 +433,16 @@ func (c *backendConn) isClosed() bool {
 // request was sent.
 func Do[T any](ctx context.Context, p *Pool, backend string, cfg events.BackendConfig, method string, later *Closings, op func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
 	var zero T
+	c, cerr := p.connOf(ctx, backend, cfg) // percaller.go: a session per caller for auth backends (before detach drops the caller)
 	ctx, cancel := detach(ctx, p.timeout, later != nil)
 	defer cancel()
 	start := time.Now()
-	c := p.conn(backend, cfg)
-	if c.sse {
+	if cerr == nil && c.sse {
 		op = markWrites(op)
 	}
 	var res T
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	err := cerr
+	for attempt := 0; attempt < 2 && cerr == nil; attempt++ {
 		var cs *mcp.ClientSession
 		cs, err = p.session(ctx, c)
 		if err != nil {
@@ -453,23 +465,32 @@ func Do[T any](ctx context.Context, p *Pool, backend string, cfg events.BackendC
 		p.obs.BackendCall(backend, method, time.Since(start), err)
 	}
 	if err != nil {
-		be := backendError(backend, method, err)
-		// A credential that does not resolve: the error names the
-		// header and its reference (never a value).
-		if re := (*credential.ResolveError)(nil); errors.As(err, &re) {
-			be.Kind = "credential unresolved (" + re.Detail() + ")"
-		}
-		// A stdio backend this edge may not run, or whose instance is
-		// down (stdio.go).
-		switch {
-		case errors.Is(err, stdio.ErrNotAllowed):
-			be.Kind = "command not in this edge's stdio allow-list"
-		case errors.Is(err, stdio.ErrDown):
-			be.Kind = "stdio instance down; restarting"
-		}
-		return zero, be
+		return zero, callError(backend, method, err)
 	}
 	return res, nil
+}
+
+// callError is the *Error of a failed request of method to backend.
+func callError(backend, method string, err error) *Error {
+	be := backendError(backend, method, err)
+	// A credential that does not resolve: the error names the
+	// header and its reference (never a value).
+	if re := (*credential.ResolveError)(nil); errors.As(err, &re) {
+		be.Kind = "credential unresolved (" + re.Detail() + ")"
+	}
+	// A stdio backend this edge may not run, or whose instance is
+	// down (stdio.go).
+	switch {
+	case errors.Is(err, stdio.ErrNotAllowed):
+		be.Kind = "command not in this edge's stdio allow-list"
+	case errors.Is(err, stdio.ErrDown):
+		be.Kind = "stdio instance down; restarting"
+	}
+	// A caller's token that could not be obtained (percaller.go).
+	if k := exchangeKind(err); k != "" {
+		be.Kind = k
+	}
+	return be
 }
 
 // codeRejected is the JSON-RPC code the go-sdk client gives a request

@@ -31,6 +31,9 @@ func (p *Pool) Request(ctx context.Context, backend string, cfg events.BackendCo
 	if !json.Valid(params) {
 		return nil, backendError(backend, method, fmt.Errorf("%s: params are not one JSON value", method))
 	}
+	if perCaller(cfg) {
+		return p.requestAs(ctx, backend, cfg, method, params, relay) // callas.go
+	}
 	var c *backendConn
 	if len(cfg.Headers) > 0 {
 		c = p.conn(backend, cfg)

@@ -46,6 +46,9 @@ func isSSE(cfg events.BackendConfig) bool { return cfg.Transport == events.Trans
 // of other calls, so its notifications are dropped and its requests
 // refused (the pooled client has no handlers for them).
 func (p *Pool) CallTool(ctx context.Context, call Call) (Reply, error) {
+	if perCaller(call.Config) && !isSSE(call.Config) && !call.Config.AllowLinkLocal {
+		return p.callAs(ctx, call) // callas.go: the caller's session and token
+	}
 	if call.Stateless != nil && !isSSE(call.Config) && !isStdio(call.Config) {
 		return p.callStateless(ctx, call)
 	}

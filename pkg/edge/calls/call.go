@@ -160,7 +160,7 @@ func (pl *Plane) forward(ctx context.Context, c *Call, rt Route, start time.Time
 	} else if je := pl.openState(c, rt, start); je != nil {
 		return errorReply(je), true, je
 	}
-	reply, err = pl.o.Pool.CallTool(ctx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+	reply, err = pl.o.Pool.CallTool(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
 		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless})
 	if err == nil && reply.Stateless {
 		err = pl.sealState(*c, rt, &reply, time.Now())

@@ -176,7 +176,7 @@ func (pl *Plane) startHeld(c Call, rt Route) *heldCall {
 	go func() {
 		defer pl.o.Background.Done()
 		// The pool bounds the call by its timeout; Close ends it sooner.
-		reply, err := pl.o.Pool.CallTool(pl.heldCtx, backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+		reply, err := pl.o.Pool.CallTool(backend.WithCaller(pl.heldCtx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
 			Args: c.Args, Relay: h})
 		if err != nil {
 			reply = pl.failed(c, rt, err)

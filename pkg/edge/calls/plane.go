@@ -147,7 +147,7 @@ func (pl *Plane) IdentityOf(x *mcp.RequestExtra) string {
 }
 
 // ClaimsKey is the key of a verified token's identity in TokenInfo.Extra.
-const ClaimsKey = "fleetgate.identity"
+const ClaimsKey = backend.IdentityKey
 
 // TokenIdentity is the verified identity a TokenInfo carries; nil for
 // none.

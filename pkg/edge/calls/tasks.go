@@ -74,7 +74,7 @@ func (pl *Plane) TaskCall(ctx context.Context, s *session.Session, x *mcp.Reques
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params not encodable"}
 	}
-	raw, err := pl.o.Pool.Request(ctx, rt.Tool.Backend, rt.Config, "tools/call", body, nil)
+	raw, err := pl.o.Pool.Request(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), rt.Tool.Backend, rt.Config, "tools/call", body, nil)
 	pl.trail(c, rt, start, raw, err) // a task made, or the backend's answer to the call
 	if err != nil {
 		return nil, rpcErrorOf(err)
