@@ -694,3 +694,48 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// TestInputStateKeyShared: every edge is given one requestState key
+// (--input-state-key-file) from a Secret only edges mount, random and
+// long enough when the values name none, and a Secret of the user's
+// when they do.
+func TestInputStateKeyShared(t *testing.T) {
+	c := newCreds(t)
+	o := mustRender(t, renderOpts{values: c.values(), stubNATS: true})
+	var secretName string
+	for wl, p := range o.podSpecs() {
+		for _, v := range p.Spec.Volumes {
+			if v.Name == "input-state-key" && v.Secret != nil {
+				if wl != "Deployment/"+edgeName {
+					t.Errorf("%s mounts the input state key: only edges may", wl)
+				}
+				secretName = v.Secret.SecretName
+			}
+		}
+		if wl != "Deployment/"+edgeName {
+			continue
+		}
+		var flag bool
+		for _, a := range p.Spec.Containers[0].Args {
+			flag = flag || a == "--input-state-key-file=/etc/fleetgate/input-state/key"
+		}
+		if !flag {
+			t.Errorf("edge args %v: no --input-state-key-file", p.Spec.Containers[0].Args)
+		}
+	}
+	s := o.secret(secretName)
+	if secretName != "fg-fleetgate-edge-input-state" || s == nil || len(s.Data["key"]) < 32 {
+		t.Fatalf("input state Secret %q: want a random key of at least 32 bytes", secretName)
+	}
+	o = mustRender(t, renderOpts{values: merge(c.values(), set("edge.inputStateKey.existingSecret", "my-key")), stubNATS: true})
+	for wl, p := range o.podSpecs() {
+		for _, v := range p.Spec.Volumes {
+			if v.Name == "input-state-key" && v.Secret != nil && v.Secret.SecretName != "my-key" {
+				t.Errorf("%s mounts %s, want the user's Secret my-key", wl, v.Secret.SecretName)
+			}
+		}
+	}
+	if o.secret("fg-fleetgate-edge-input-state") != nil {
+		t.Error("a Secret rendered although edge.inputStateKey.existingSecret names one")
+	}
+}

@@ -102,6 +102,10 @@ app.kubernetes.io/component: nats
 {{- end }}
 
 {{/* The edges' admin token Secret: their own, which a controller refuses. */}}
+{{- define "fleetgate.inputStateSecretName" -}}
+{{- default (printf "%s-edge-input-state" (include "fleetgate.fullname" .)) .Values.edge.inputStateKey.existingSecret }}
+{{- end }}
+
 {{- define "fleetgate.edgeAdminSecretName" -}}
 {{- default (printf "%s-edge-admin-token" (include "fleetgate.fullname" .)) .Values.adminToken.edge.existingSecret }}
 {{- end }}
