@@ -23,7 +23,7 @@ const backendState = "backend-state-1"
 // discovered in 2026-07-28, whose tool "confirm" asks its caller to
 // confirm (an elicitation input request, with backendState) and, on the
 // retry with the answer and that state, says what the answer was.
-func startInputBackend(t *testing.T, f *fleet) {
+func startInputBackend(t testing.TB, f *fleet) *demobackend.Backend {
 	t.Helper()
 	b := startBackend(t, "alpha", &demobackend.Options{NewProtocol: true})
 	b.AddToolFunc(&mcp.Tool{Name: "confirm", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -58,6 +58,7 @@ func startInputBackend(t *testing.T, f *fleet) {
 	c.ProtocolVersion = newProtocol
 	f.catalog("default", b.Name(), c)
 	f.health("default", b.Name(), true)
+	return b
 }
 
 // newProtocolClient connects a go-sdk client of 2026-07-28 to url, its
