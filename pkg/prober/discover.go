@@ -67,9 +67,11 @@ func (p *Prober) discover(ctx context.Context, s *session) bool {
 	c, err := p.list(s)
 	if err == nil {
 		if !s.revisionAsked {
-			s.revision, s.revisionAsked = p.revision(s.calls, s), true
+			if rev, known := p.revision(s.calls, s); known {
+				p.lastRevision, s.revisionAsked = rev, true
+			}
 		}
-		c.ProtocolVersion = s.revision
+		c.ProtocolVersion = p.lastRevision
 	}
 	p.m.discovered(p.target, err == nil, time.Since(start))
 	if err != nil {

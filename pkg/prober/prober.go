@@ -157,6 +157,9 @@ type Prober struct {
 	// credFailing: a header reference did not resolve at the last
 	// connect (logged once per outage).
 	credFailing bool
+	// lastRevision is the stateless revision the backend last answered
+	// (revision.go); kept across sessions until another answer comes.
+	lastRevision string
 
 	// The client credentials token of a target with Auth (probeauth.go).
 	probeTok probeToken

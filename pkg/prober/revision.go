@@ -17,12 +17,14 @@ const statelessRevision = "2026-07-28"
 // that generation, "" otherwise (a backend that does not know
 // server/discover answers an error, and the go-sdk falls back to an
 // initialize of the session-based generation: that session is closed at
-// once). Only streamable HTTP backends are asked. The attempt is bounded
+// once), and known false when no answer came (the connect failed: a
+// backend going down meanwhile is no news about its revision, which stays
+// what it was, so that a flapping backend's catalog does not flap). Only streamable HTTP backends are asked. The attempt is bounded
 // by Policy.Timeout and reads through a wire of its own, with the same
 // credentials and limits as the session's.
-func (p *Prober) revision(ctx context.Context, s *session) string {
+func (p *Prober) revision(ctx context.Context, s *session) (rev string, known bool) {
 	if p.target.Transport != TransportStreamable && p.target.Transport != "" {
-		return ""
+		return "", true
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.policy.Timeout)
 	defer cancel()
@@ -34,12 +36,12 @@ func (p *Prober) revision(ctx context.Context, s *session) string {
 		&mcp.ClientSessionOptions{ProtocolVersion: statelessRevision})
 	if err != nil {
 		p.log.Debug().Err(err).Msg("backend revision not discovered")
-		return ""
+		return "", false
 	}
 	defer cs.Close()
 	ir := cs.InitializeResult()
 	if ir == nil || ir.ProtocolVersion < statelessRevision || len(ir.ProtocolVersion) != len(statelessRevision) {
-		return ""
+		return "", true
 	}
-	return ir.ProtocolVersion
+	return ir.ProtocolVersion, true
 }

@@ -38,9 +38,8 @@ type session struct {
 	clean    bool          // the event stream ended normally (verify first)
 	// shared: cs is a stdio instance's, which close leaves open.
 	shared bool
-	// revision is the backend's stateless revision (Prober.revision),
-	// asked once per session when revisionAsked is set.
-	revision      string
+	// revisionAsked: the backend's stateless revision was answered on
+	// this session (Prober.revision; kept in Prober.lastRevision).
 	revisionAsked bool
 
 	wg sync.WaitGroup // the Wait watcher
