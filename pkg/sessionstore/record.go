@@ -11,9 +11,10 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/convergence"
 )
 
-// MaxRecordSize is the largest encoded record the store accepts. Records
-// are read on every rehydration, so they stay small; the convergence
-// evidence is bounded by convergence.MaxCursorChain.
+// MaxRecordSize is the largest encoded record the store accepts in any
+// bucket; a bucket under MinRecords times it takes less (RecordLimit).
+// Records are read on every rehydration, so they stay small; the
+// convergence evidence is bounded by convergence.MaxCursorChain.
 const MaxRecordSize = 64 << 10
 
 // Mode is how the session's edge serves tools.
