@@ -57,7 +57,7 @@ type Store struct {
 	st         jetstream.Stream // the bucket's stream (reads of a key's last message)
 	limit      int              // the largest record the bucket takes
 	stream     string           // the bucket's stream, KV_<bucket>
-	subject    string // publish prefix, $KV.<bucket>.
+	subject    string           // publish prefix, $KV.<bucket>.
 	ttl        time.Duration
 	touchEvery time.Duration
 	metrics    *Metrics
