@@ -19,6 +19,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/search"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
@@ -112,6 +113,10 @@ type Options struct {
 	// group must have one of the same key. nil: a key of this process
 	// alone.
 	InputState *inputstate.Sealer
+	// OwnerKey keys the owner hash of the session records (and the call
+	// trail): every edge of the fleet must have the same one. nil: the
+	// unkeyed hash, which anyone can compute from an identity.
+	OwnerKey *sessionstore.OwnerKey
 	// Auth makes the edge an OAuth 2.1 resource server: every request needs
 	// a bearer token (nil: none). It excludes IdentityHeader.
 	Auth *AuthOptions

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Options make the edge an OAuth 2.1 resource server: every request to
@@ -58,18 +59,20 @@ type Authenticator struct {
 	results     *prometheus.CounterVec
 	ok          prometheus.Counter // results{ok}
 	throttle    Throttle
+	owners      *sessionstore.OwnerKey
 }
 
 // errAuthOptions: the Options cannot be used.
 var errAuthOptions = errors.New("edge: auth options")
 
 // New builds the verifier for o; listen is the MCP listener's address
-// (the default resource URL).
-func New(o *Options, identityHeader, listen string, throttle Throttle, reg prometheus.Registerer) (*Authenticator, error) {
+// (the default resource URL); owners keys the owner hash of a verified
+// token's user (nil: unkeyed).
+func New(o *Options, identityHeader, listen string, throttle Throttle, owners *sessionstore.OwnerKey, reg prometheus.Registerer) (*Authenticator, error) {
 	if identityHeader != "" {
 		return nil, fmt.Errorf("%w: an identity header and a token issuer exclude each other", errAuthOptions)
 	}
-	b := &Authenticator{resourceURL: o.ResourceURL, throttle: throttle}
+	b := &Authenticator{resourceURL: o.ResourceURL, throttle: throttle, owners: owners}
 	if b.resourceURL == "" {
 		b.resourceURL = "http://" + listen + "/mcp"
 	}
@@ -128,7 +131,7 @@ func (b *Authenticator) Authenticate(r *http.Request) (*http.Request, *admission
 		}
 		return r, f
 	}
-	vt := verifiedTokenOf(id)
+	vt := verifiedTokenOf(id, b.owners)
 	if vt == nil { // the go-sdk would not take its TokenInfo: refused as malformed
 		b.results.WithLabelValues("refused", "malformed").Inc()
 		return r, &admission.Refusal{Status: http.StatusUnauthorized, Reason: "auth_malformed",
