@@ -38,7 +38,7 @@ type Options struct {
 	// Identity is the caller's identity of a request inside the go-sdk.
 	Identity func(*mcp.RequestExtra) string
 	// Owners hashes the identity into a record's owner; nil: unkeyed.
-	Owners *sessionstore.OwnerKey
+	Owners   *sessionstore.OwnerKey
 	Log      zerolog.Logger
 	Registry prometheus.Registerer
 }
