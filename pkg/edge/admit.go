@@ -242,10 +242,7 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	if f.Reason == admission.ReasonMissingIdentity {
 		e.m.refusals.WithLabelValues("missing_identity").Inc()
 	}
-	host := r.RemoteAddr
-	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
-		host = host[:i]
-	}
+	host := e.opts.TrustedProxies.Addr(r)
 	e.adm.logMu.Lock()
 	logIt := e.adm.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
 	e.adm.logMu.Unlock()

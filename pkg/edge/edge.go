@@ -136,7 +136,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	}
 	e.limits = newLimits(opts.Registry)
 	if opts.Auth != nil {
-		if e.bearer, err = bearer.New(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), e.limits, opts.OwnerKey, opts.Registry); err != nil {
+		if e.bearer, err = bearer.New(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(),
+			bearer.Wiring{Throttle: e.limits, Owners: opts.OwnerKey, Clients: opts.TrustedProxies, Registry: opts.Registry}); err != nil {
 			e.mcpLn.Close()
 			e.adminLn.Close()
 			return nil, err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
-	"github.com/fleetgate/fleetgate/pkg/ratelimit"
+	"github.com/fleetgate/fleetgate/pkg/edge/clientaddr"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
@@ -60,19 +60,35 @@ type Authenticator struct {
 	ok          prometheus.Counter // results{ok}
 	throttle    Throttle
 	owners      *sessionstore.OwnerKey
+	clients     *clientaddr.Resolver
+}
+
+// Wiring is what an Authenticator is given by its edge.
+type Wiring struct {
+	// Throttle limits failed authentications per client address;
+	// required.
+	Throttle Throttle
+	// Owners keys the owner hash of a verified token's user; nil:
+	// unkeyed.
+	Owners *sessionstore.OwnerKey
+	// Clients tells a request's client address, believing the
+	// forwarding header of trusted proxies; nil: the connection's peer.
+	Clients *clientaddr.Resolver
+	// Registry takes the authentication metrics; required.
+	Registry prometheus.Registerer
 }
 
 // errAuthOptions: the Options cannot be used.
 var errAuthOptions = errors.New("edge: auth options")
 
 // New builds the verifier for o; listen is the MCP listener's address
-// (the default resource URL); owners keys the owner hash of a verified
-// token's user (nil: unkeyed).
-func New(o *Options, identityHeader, listen string, throttle Throttle, owners *sessionstore.OwnerKey, reg prometheus.Registerer) (*Authenticator, error) {
+// (the default resource URL).
+func New(o *Options, identityHeader, listen string, w Wiring) (*Authenticator, error) {
 	if identityHeader != "" {
 		return nil, fmt.Errorf("%w: an identity header and a token issuer exclude each other", errAuthOptions)
 	}
-	b := &Authenticator{resourceURL: o.ResourceURL, throttle: throttle, owners: owners}
+	b := &Authenticator{resourceURL: o.ResourceURL, throttle: w.Throttle, owners: w.Owners, clients: w.Clients}
+	reg := w.Registry
 	if b.resourceURL == "" {
 		b.resourceURL = "http://" + listen + "/mcp"
 	}
@@ -111,7 +127,7 @@ func (b *Authenticator) Authenticate(r *http.Request) (*http.Request, *admission
 	if b == nil {
 		return r, nil
 	}
-	now, addr := time.Now(), ratelimit.ClientAddr(r.RemoteAddr)
+	now, addr := time.Now(), b.clients.Addr(r)
 	if f := b.throttle.Blocked(now, addr); f != nil {
 		return r, f // too many failures from here: not verified at all
 	}
