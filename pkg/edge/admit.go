@@ -247,7 +247,7 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	logIt := e.adm.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
 	e.adm.logMu.Unlock()
 	if logIt {
-		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
+		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).AnErr("cause", f.Cause).
 			Msg("request refused (logged once a minute per client and reason)")
 	}
 	for k, v := range f.Header {

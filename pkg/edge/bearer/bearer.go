@@ -57,6 +57,7 @@ type Authenticator struct {
 	mdURL       string
 	meta        http.Handler
 	results     *prometheus.CounterVec
+	keysFailed  *prometheus.CounterVec // refusals for want of the issuer's keys, by auth.KeysCause
 	ok          prometheus.Counter // results{ok}
 	throttle    Throttle
 	owners      *sessionstore.OwnerKey
@@ -107,7 +108,12 @@ func New(o *Options, identityHeader, listen string, w Wiring) (*Authenticator, e
 	b.meta = auth.MetadataHandler(auth.NewMetadata(b.resourceURL, o.Issuer, o.Scopes))
 	b.results = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_authentications_total",
 		Help: "Bearer-token authentications, by result (ok, refused) and reason."}, []string{"result", "reason"})
-	reg.MustRegister(b.results)
+	b.keysFailed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_auth_keys_unavailable_total",
+		Help: "Requests refused 503 because the issuer's keys could not be fetched, by cause (timeout, http_status, decode, tls, network, other)."}, []string{"cause"})
+	for _, c := range auth.KeysCauses {
+		b.keysFailed.WithLabelValues(c)
+	}
+	reg.MustRegister(b.results, b.keysFailed)
 	b.ok = b.results.WithLabelValues("ok", "")
 	return b, nil
 }
@@ -144,6 +150,10 @@ func (b *Authenticator) Authenticate(r *http.Request) (*http.Request, *admission
 			Err: fmt.Errorf("%w: bearer token: %s", admission.ErrUnauthenticated, strings.ReplaceAll(reason, "_", " "))}
 		if challenge != "" {
 			f.Header = http.Header{"Www-Authenticate": {challenge}}
+		}
+		if cause := auth.KeysCause(err); cause != "" {
+			b.keysFailed.WithLabelValues(cause).Inc()
+			f.Cause = fmt.Errorf("%s: %w", cause, err) // the fetch's error: URLs and status, never a token
 		}
 		return r, f
 	}
