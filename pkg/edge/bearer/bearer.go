@@ -58,7 +58,7 @@ type Authenticator struct {
 	meta        http.Handler
 	results     *prometheus.CounterVec
 	keysFailed  *prometheus.CounterVec // refusals for want of the issuer's keys, by auth.KeysCause
-	ok          prometheus.Counter // results{ok}
+	ok          prometheus.Counter     // results{ok}
 	throttle    Throttle
 	owners      *sessionstore.OwnerKey
 	clients     *clientaddr.Resolver
