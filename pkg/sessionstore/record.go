@@ -74,10 +74,14 @@ type Record struct {
 	Tasks []TaskRef `json:"tasks,omitempty"`
 }
 
-// TaskRef is one task of a session: where it lives and its id there.
+// TaskRef is one task of a session: where it lives, its id there, and
+// the tool (its exposed name) whose call made it, which the policy in
+// force is checked against on every task method; "" in records of
+// earlier edges.
 type TaskRef struct {
 	Backend string `json:"backend"`
 	ID      string `json:"id"`
+	Tool    string `json:"tool,omitempty"`
 }
 
 // Bounds of a record's tasks.
@@ -92,7 +96,7 @@ func validTasks(ts []TaskRef) bool {
 		return false
 	}
 	for _, t := range ts {
-		if t.Backend == "" || t.ID == "" || len(t.Backend) > MaxTaskID || len(t.ID) > MaxTaskID {
+		if t.Backend == "" || t.ID == "" || len(t.Backend) > MaxTaskID || len(t.ID) > MaxTaskID || len(t.Tool) > MaxTaskID {
 			return false
 		}
 	}
