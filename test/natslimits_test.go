@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetgate/fleetgate/pkg/controller"
 	"github.com/fleetgate/fleetgate/pkg/events"
@@ -86,8 +85,9 @@ func TestRegionLimitsCatalogOverMaxPayload(t *testing.T) {
 	eventually(t, 10*time.Second, "alpha's tools gone from the edge", func() bool { return !slices.Contains(cl.tools(t), "alpha_echo") })
 }
 
-// A full session bucket refuses new sessions and leaves the event log
-// writable: the bucket has its own MaxBytes under the store's limit.
+// A full session bucket evicts its least recently written records and
+// takes every new one, and the event log stays writable: the bucket has
+// its own MaxBytes under the store's limit.
 func TestRegionLimitsSessionBucketFull(t *testing.T) {
 	node, err := natsnode.Start(&natsnode.Options{DataDir: t.TempDir(), Listen: "127.0.0.1:0", MaxStore: 300 << 20})
 	if err != nil {
@@ -108,23 +108,22 @@ func TestRegionLimitsSessionBucketFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, full := 0, false
-	for i := 0; i < 20000 && !full; i++ {
+	// Three times what the 1 MiB bucket holds: every create succeeds.
+	var first string
+	created := 0
+	for i := 0; i < 3*(1<<20)/2000; i++ {
 		rec := &sessionstore.Record{ID: fmt.Sprintf("s%06d%s", i, rand.Text()), Group: "default",
 			Mode: sessionstore.ModePassthrough, RegistryDigest: randomText(2000), CreatedAt: time.Now(), LastSeen: time.Now()}
-		_, err := store.Create(ctx, rec)
-		var api *jetstream.APIError
-		switch {
-		case err == nil:
-			created++
-		case errors.As(err, &api) && api.ErrorCode == 10077:
-			full = true
-		default:
-			t.Fatalf("create session %d: %v", i, err)
+		if _, err := store.Create(ctx, rec); err != nil {
+			t.Fatalf("create session %d in the full bucket: %v", i, err)
 		}
+		if first == "" {
+			first = rec.ID
+		}
+		created++
 	}
-	if !full {
-		t.Fatalf("the 1 MiB bucket took %d sessions without filling", created)
+	if _, _, err := store.Get(ctx, first); !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Fatalf("the first record after three bucketfuls: %v, want it evicted", err)
 	}
 	w, err := events.NewWriter(ctx, lg, "c1")
 	if err != nil {
@@ -136,5 +135,5 @@ func TestRegionLimitsSessionBucketFull(t *testing.T) {
 			t.Fatalf("event %d after the session bucket filled (%d sessions): %v", i, created, err)
 		}
 	}
-	t.Logf("session bucket full after %d sessions; 200 events published after", created)
+	t.Logf("%d sessions created in a 1 MiB bucket (the oldest evicted); 200 events published after", created)
 }

@@ -60,7 +60,7 @@ func (a *natsAccess) flags(fs *flag.FlagSet) {
 	a.sessionBytes = sessionstore.DefaultMaxBytes
 	a.callBytes = calltrail.DefaultMaxBytes
 	fs.Var(&a.maxStore, "nats-max-store", "JetStream file store limit of the embedded NATS server, e.g. 1GiB")
-	fs.Var(&a.sessionBytes, "session-max-bytes", "size limit of the session bucket; when full, new sessions are refused and the event log is unaffected")
+	fs.Var(&a.sessionBytes, "session-max-bytes", "size limit of the session bucket (records at most 1/64 of it, 64KiB at most); when full, the least recently written records are evicted and the event log is unaffected")
 	fs.Var(&a.callBytes, "call-trail-max-bytes", "size limit of the call trail (oldest entries discarded)")
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/edge"
+	"github.com/fleetgate/fleetgate/pkg/edge/clientaddr"
 )
 
 // accessConfig holds the flags of who may use the edge: bearer tokens on
@@ -18,6 +19,9 @@ import (
 type accessConfig struct {
 	issuer, jwksURL, audience, scopes, resourceURL string
 	adminTokenFile, adminHosts                     string
+	trustedProxies, proxyHeader                    string
+
+	clients *clientaddr.Resolver
 
 	adminToken   []byte
 	allowedHosts []string
@@ -37,6 +41,10 @@ func (c *accessConfig) flags(fs *flag.FlagSet) {
 		"directory every {file: PATH} header reference of a backend must lie under (\"/\": anywhere); a backend whose reference lies outside gets no call")
 	fs.StringVar(&c.credLimits.EnvPrefix, "credential-env-prefix", "",
 		"prefix every {env: NAME} header reference of a backend must begin with (empty: any but FLEETGATE_*); a backend whose reference does not gets no call")
+	fs.StringVar(&c.trustedProxies, "trusted-proxies", "",
+		"comma-separated CIDR prefixes or addresses of the proxies in front of the edge whose forwarding header (-trusted-proxy-header) names the client's address, which failed authentications are charged to; empty: every request is its connection's peer's (extension)")
+	fs.StringVar(&c.proxyHeader, "trusted-proxy-header", clientaddr.HeaderXForwardedFor,
+		"the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239); only that one is read (extension)")
 	fs.StringVar(&c.adminHosts, "admin-allowed-hosts", "", "more Host values the admin API answers (name or name:port, comma-separated); loopback names with the listen port always pass")
 }
 
@@ -80,6 +88,9 @@ func (c *accessConfig) check(identityHeader string) error {
 	if err := c.credLimits.Validate(); err != nil {
 		return fmt.Errorf("flag -credential-dir or -credential-env-prefix: %w", err)
 	}
+	if c.clients, err = clientaddr.New(&clientaddr.Options{Trusted: c.trustedProxies, Header: c.proxyHeader}); err != nil {
+		return fmt.Errorf("flag -trusted-proxies or -trusted-proxy-header: %w", err)
+	}
 	return nil
 }
 
@@ -88,6 +99,7 @@ func (c *accessConfig) apply(o *edge.Options) {
 	o.AdminToken, o.AdminAllowedHosts = c.adminToken, c.allowedHosts
 	limits := c.credLimits
 	o.CredentialLimits = &limits
+	o.TrustedProxies = c.clients
 	if c.issuer == "" {
 		return
 	}

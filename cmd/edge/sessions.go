@@ -30,6 +30,7 @@ type sessionConfig struct {
 	auditArguments bool
 	noAudit        bool
 	inputStateKey  string // a file
+	ownerKey       string // a file
 }
 
 func (c *sessionConfig) flags(fs *flag.FlagSet) {
@@ -42,34 +43,60 @@ func (c *sessionConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noAudit, "no-call-trail", false, "do not record tool calls in the call trail (extension)")
 	fs.StringVar(&c.inputStateKey, "input-state-key-file", "",
 		"file holding the key (at least 32 bytes) that seals the requestState of input-required results; every edge of a group must be given the same one, so that a client's retry completes on any of them; empty: a key of this process alone (extension)")
+	fs.StringVar(&c.ownerKey, "session-owner-key-file", "",
+		"file holding the secret (at least 32 bytes) that keys the owner hash of session records and the call trail; every edge of the fleet must be given the same one; records an edge without it wrote stay their owner's and are rewritten keyed when another edge takes them over; empty: the unkeyed hash, which anyone who knows an identity can compute (extension)")
 }
 
-// maxInputStateKey bounds the key file read.
-const maxInputStateKey = 4096
+// maxKeyFile bounds a key file read.
+const maxKeyFile = 4096
+
+// readKeyFile reads the key in the file of flag name (surrounding blanks
+// trimmed); nil when path is "".
+func readKeyFile(name, path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("flag -%s: %w", name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("flag -%s: read %s: %w", name, path, err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("flag -%s: %s is over %d bytes", name, path, maxKeyFile)
+	}
+	return bytes.TrimSpace(data), nil
+}
 
 // sealer is the edge's requestState sealer: from -input-state-key-file,
 // or nil (a key of the process alone).
 func (c *sessionConfig) sealer() (*inputstate.Sealer, error) {
-	if c.inputStateKey == "" {
-		return nil, nil
+	key, err := readKeyFile("input-state-key-file", c.inputStateKey)
+	if key == nil || err != nil {
+		return nil, err
 	}
-	f, err := os.Open(c.inputStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("flag -input-state-key-file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInputStateKey+1))
-	if err != nil {
-		return nil, fmt.Errorf("flag -input-state-key-file: read %s: %w", c.inputStateKey, err)
-	}
-	if len(data) > maxInputStateKey {
-		return nil, fmt.Errorf("flag -input-state-key-file: %s is over %d bytes", c.inputStateKey, maxInputStateKey)
-	}
-	s, err := inputstate.New(bytes.TrimSpace(data))
+	s, err := inputstate.New(key)
 	if err != nil {
 		return nil, fmt.Errorf("flag -input-state-key-file: %s: %w", c.inputStateKey, err)
 	}
 	return s, nil
+}
+
+// owners is the key of the session owners: from -session-owner-key-file,
+// or nil (unkeyed).
+func (c *sessionConfig) owners() (*sessionstore.OwnerKey, error) {
+	secret, err := readKeyFile("session-owner-key-file", c.ownerKey)
+	if secret == nil || err != nil {
+		return nil, err
+	}
+	k, err := sessionstore.NewOwnerKey(secret)
+	if err != nil {
+		return nil, fmt.Errorf("flag -session-owner-key-file: %s: %w", c.ownerKey, err)
+	}
+	return k, nil
 }
 
 func (c *sessionConfig) check() error {

@@ -66,21 +66,21 @@ func (f *fetcher) get(ctx context.Context, u string, limit int64) ([]byte, time.
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("GET %s: HTTP %d", u, resp.StatusCode)
+		return nil, 0, &statusError{url: u, code: resp.StatusCode}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, 0, fmt.Errorf("GET %s: body: %w", u, err)
+		return nil, 0, fmt.Errorf("GET %s: %w: %w", u, errCutShort, err)
 	}
 	if int64(len(body)) > limit {
-		return nil, 0, fmt.Errorf("GET %s: body larger than %d bytes", u, limit)
+		return nil, 0, undecodable(fmt.Errorf("GET %s: body larger than %d bytes", u, limit))
 	}
 	// Accepted: any Content-Type whose body is JSON. Issuers mostly send
 	// application/json (or a +json type); some serve their JWKS as
 	// text/plain or application/octet-stream, which is fine when it
 	// parses. A body that is not JSON is refused naming its type.
 	if ct := resp.Header.Get("Content-Type"); !jsonMediaType(ct) && !json.Valid(body) {
-		return nil, 0, fmt.Errorf("GET %s: content type %.64q and the body is not JSON", u, ct)
+		return nil, 0, undecodable(fmt.Errorf("GET %s: content type %.64q and the body is not JSON", u, ct))
 	}
 	return body, maxAge(resp.Header.Get("Cache-Control")), nil
 }
@@ -144,15 +144,15 @@ func (f *fetcher) discover(ctx context.Context) (string, error) {
 			JWKSURI string `json:"jwks_uri"`
 		}
 		if err := json.Unmarshal(body, &md); err != nil {
-			errs = append(errs, fmt.Errorf("metadata %s: %w", u, err))
+			errs = append(errs, undecodable(fmt.Errorf("metadata %s: %w", u, err)))
 			continue
 		}
 		if md.Issuer != f.issuer {
-			errs = append(errs, fmt.Errorf("metadata %s: issuer %.200q is not %q", u, md.Issuer, f.issuer))
+			errs = append(errs, undecodable(fmt.Errorf("metadata %s: issuer %.200q is not %q", u, md.Issuer, f.issuer)))
 			continue
 		}
 		if err := checkHTTPURL(md.JWKSURI); err != nil {
-			errs = append(errs, fmt.Errorf("metadata %s: jwks_uri: %w", u, err))
+			errs = append(errs, undecodable(fmt.Errorf("metadata %s: jwks_uri: %w", u, err)))
 			continue
 		}
 		return md.JWKSURI, nil
@@ -187,10 +187,10 @@ func parseJWKS(body []byte, maxKeys int) ([]jose.JSONWebKey, error) {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, fmt.Errorf("JWKS: %w", err)
+		return nil, undecodable(fmt.Errorf("JWKS: %w", err))
 	}
 	if len(raw.Keys) > maxKeys {
-		return nil, fmt.Errorf("JWKS: %d keys, at most %d", len(raw.Keys), maxKeys)
+		return nil, undecodable(fmt.Errorf("JWKS: %d keys, at most %d", len(raw.Keys), maxKeys))
 	}
 	keys := make([]jose.JSONWebKey, 0, len(raw.Keys))
 	for _, b := range raw.Keys {
@@ -204,7 +204,7 @@ func parseJWKS(body []byte, maxKeys int) ([]jose.JSONWebKey, error) {
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("JWKS: no usable public signing key among %d", len(raw.Keys))
+		return nil, undecodable(fmt.Errorf("JWKS: no usable public signing key among %d", len(raw.Keys)))
 	}
 	return keys, nil
 }

@@ -242,15 +242,12 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, f *admission.Refus
 	if f.Reason == admission.ReasonMissingIdentity {
 		e.m.refusals.WithLabelValues("missing_identity").Inc()
 	}
-	host := r.RemoteAddr
-	if i := bytes.LastIndexByte([]byte(host), ':'); i > 0 {
-		host = host[:i]
-	}
+	host := e.opts.TrustedProxies.Addr(r)
 	e.adm.logMu.Lock()
 	logIt := e.adm.logLimit.Allow(host+"\x00"+f.Reason, time.Now())
 	e.adm.logMu.Unlock()
 	if logIt {
-		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).
+		e.log.Warn().Str("client", host).Str("reason", f.Reason).Int("status", f.Status).Err(f.Err).AnErr("cause", f.Cause).
 			Msg("request refused (logged once a minute per client and reason)")
 	}
 	for k, v := range f.Header {

@@ -26,7 +26,9 @@
 // The packages a request meets, in order:
 //
 //   - bearer: the OAuth 2.1 resource server (Options.Auth): the token
-//     verified, and the go-sdk's TokenInfo made once per token;
+//     verified, and the go-sdk's TokenInfo made once per token; failures
+//     charged to the client address clientaddr tells (the peer, or whom a
+//     trusted proxy forwarded for: Options.TrustedProxies);
 //   - admission: the one gate every request passes first (identity, body
 //     limits, the body parsed once: admission.ParseBody), pure; the
 //     policy's rate limits are charged on that parse (ratelimit.go);

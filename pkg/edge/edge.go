@@ -136,7 +136,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	}
 	e.limits = newLimits(opts.Registry)
 	if opts.Auth != nil {
-		if e.bearer, err = bearer.New(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(), e.limits, opts.Registry); err != nil {
+		if e.bearer, err = bearer.New(opts.Auth, opts.IdentityHeader, e.mcpLn.Addr().String(),
+			bearer.Wiring{Throttle: e.limits, Owners: opts.OwnerKey, Clients: opts.TrustedProxies, Registry: opts.Registry}); err != nil {
 			e.mcpLn.Close()
 			e.adminLn.Close()
 			return nil, err
@@ -159,8 +160,8 @@ func (e *Edge) wire() {
 	e.ledger = ledger.New(&ledger.Options{Edge: opts.ID, Group: opts.Group, Mode: opts.Mode, Optimizer: opts.Mode == ModeOptimizer,
 		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed.gen,
 		ConfirmedRegions: &e.confirmed.regions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
-		Log: e.log, Registry: opts.Registry})
-	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool,
+		Owners: opts.OwnerKey, Log: e.log, Registry: opts.Registry})
+	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
 		Backend: func(name string) (events.BackendConfig, bool) {
@@ -195,7 +196,7 @@ func (e *Edge) wire() {
 		GoSDKStateless: opts.paths.goSDKStateless})
 	e.rebuilder = rebuild.New(rebuild.Options{Group: opts.Group, IdentityHeader: opts.IdentityHeader,
 		MaxInitializeBytes: e.adm.gate.Options().MaxInitializeBytes, Sessions: e.reg, Records: e.recs, Ledger: e.ledger,
-		Identity: identity, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
+		Identity: identity, Owners: opts.OwnerKey, Refusals: e.m.refusals, Log: e.log, Registry: opts.Registry})
 	e.reg.Open(e.shared)
 }
 

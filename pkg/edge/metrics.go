@@ -71,7 +71,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_identity_refusals_total",
 			Help: "Requests refused for their identity, by reason (owner_mismatch: 403, missing_identity: 401)."}, []string{"reason"}),
 		recordsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_session_records_written_total",
-			Help: "Session record writes this edge made, by kind (create, update, touch, delete)."}, []string{"kind"}),
+			Help: "Session record writes this edge made, by kind (create, update, touch, delete; lost: a record found evicted from a full bucket or expired, then created again)."}, []string{"kind"}),
 		slowDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_slow_clients_dropped_total",
 			Help: "MCP connections cut because the client took no part of a response or stream write within Options.WriteTimeout."}),
 	}

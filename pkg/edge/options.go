@@ -14,11 +14,13 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
+	"github.com/fleetgate/fleetgate/pkg/edge/clientaddr"
 	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/search"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
@@ -112,6 +114,15 @@ type Options struct {
 	// group must have one of the same key. nil: a key of this process
 	// alone.
 	InputState *inputstate.Sealer
+	// OwnerKey keys the owner hash of the session records (and the call
+	// trail): every edge of the fleet must have the same one. nil: the
+	// unkeyed hash, which anyone can compute from an identity.
+	OwnerKey *sessionstore.OwnerKey
+	// TrustedProxies tells a request's client address (what failed
+	// authentications are charged to, and refusals logged by) from the
+	// forwarding header of the proxies it trusts; nil: the connection's
+	// peer.
+	TrustedProxies *clientaddr.Resolver
 	// Auth makes the edge an OAuth 2.1 resource server: every request needs
 	// a bearer token (nil: none). It excludes IdentityHeader.
 	Auth *AuthOptions

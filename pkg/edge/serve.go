@@ -61,7 +61,7 @@ func (e *Edge) facts(r *http.Request, a *admitted) (dispatch.Facts, *session.Ses
 // names.
 func (e *Edge) heldFacts(f *dispatch.Facts, r *http.Request, a *admitted, s *session.Session) {
 	f.Held = dispatch.Live
-	f.Owner = s.Record().Owner() == bearer.OwnerOf(r, a.ident)
+	f.Owner = s.Record().Owner() == bearer.OwnerOf(r, a.ident, e.opts.OwnerKey)
 	f.OwnedStream = r.Method == http.MethodGet && ownsStream(r, s)
 	passthrough := e.opts.Mode == ModePassthrough && s.Kind() == session.KindSession
 	f.TaskSession = passthrough && s.Flags()&session.FlagInitialized != 0
@@ -108,7 +108,7 @@ func (e *Edge) serve(stateful, stateless http.Handler, w http.ResponseWriter, r 
 		// the go-sdk is still closing its copy of a session given up.
 		http.Error(w, "session not found", http.StatusNotFound)
 	case dispatch.DeleteStored:
-		e.rebuilder.DeleteStored(w, r, r.Header.Get("Mcp-Session-Id"), bearer.OwnerOf(r, a.ident))
+		e.rebuilder.DeleteStored(w, r, r.Header.Get("Mcp-Session-Id"), bearer.OwnerOf(r, a.ident, e.opts.OwnerKey))
 	case dispatch.Foreign:
 		e.m.refusals.WithLabelValues("owner_mismatch").Inc()
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
@@ -209,7 +209,7 @@ func (e *Edge) rebuild(stateful http.Handler, w http.ResponseWriter, r *http.Req
 		return nil
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	s, err := e.rebuilder.Rebuild(stateful, r, sid, bearer.OwnerOf(r, a.ident))
+	s, err := e.rebuilder.Rebuild(stateful, r, sid, bearer.OwnerOf(r, a.ident, e.opts.OwnerKey))
 	switch {
 	case errors.Is(err, rebuild.ErrForeign):
 		e.m.refusals.WithLabelValues("owner_mismatch").Inc()

@@ -286,7 +286,7 @@ func TestTasksMoveWithSession(t *testing.T) {
 	c.ok("tools/call", map[string]any{"name": "alpha_slow", "arguments": map[string]any{"text": "moved"}, "task": map[string]any{}}, &created)
 	eventually(t, 10*time.Second, "the task in the stored record", func() bool {
 		rec := stored(t, a.Edge, c.sid)
-		return rec != nil && len(rec.Tasks) == 1 && rec.Tasks[0] == sessionstore.TaskRef{Backend: "alpha", ID: "t-1"}
+		return rec != nil && len(rec.Tasks) == 1 && rec.Tasks[0] == sessionstore.TaskRef{Backend: "alpha", ID: "t-1", Tool: "alpha_slow"}
 	})
 	moved := &rawSession{t: t, url: b.MCPURL(), sid: c.sid, n: 100}
 	var task wireTask

@@ -16,10 +16,15 @@ type CacheOptions struct {
 	MaxEntries int
 }
 
-// Cache holds visible sets keyed by (subject key, view generation, policy
-// generation), so that a cached caller's list or call runs no CEL. The
-// subject key covers the issuer, identity, group and every claim (see
-// TokenSubject). Safe for concurrent use.
+// Cache holds visible sets keyed by (subject key, item set, policy), so
+// that a cached caller's list or call runs no CEL. The subject key covers
+// the issuer, identity, group and every claim (see TokenSubject). The
+// item set and the policy are keyed by a stamp unique in the process that
+// each gets when it is made, not by their generations: an edge that
+// merges several regions' logs holds policies and views of different
+// logs whose generations can be equal (a policy of region a at 17 and one
+// of region b at 17), and a key by generation would serve one region's
+// visible set for another's. Safe for concurrent use.
 type Cache struct {
 	max          int
 	mu           sync.Mutex
@@ -29,9 +34,15 @@ type Cache struct {
 }
 
 type cacheKey struct {
-	subject    [32]byte
-	view, pgen uint64
+	subject      [32]byte
+	items, rules uint64 // the stamps of the item set and the policy
 }
+
+// stamps numbers the policies and item sets made in the process.
+var stamps atomic.Uint64
+
+// nextStamp is a stamp no policy or item set had before.
+func nextStamp() uint64 { return stamps.Add(1) }
 
 type cacheEntry struct {
 	key cacheKey
@@ -51,7 +62,7 @@ func NewCache(o *CacheOptions) *Cache {
 // it on a miss. Two callers that miss at once both compute; the result is
 // the same.
 func (c *Cache) Visible(p *Policy, s Subject, items *ItemSet) *Visibility {
-	k := cacheKey{subject: s.key, view: items.Generation(), pgen: p.Generation()}
+	k := cacheKey{subject: s.key, items: items.stampOf(), rules: p.stampOf()}
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {
 		c.lru.MoveToFront(el)
@@ -87,3 +98,19 @@ func (c *Cache) Len() int {
 
 // Stats returns the hits and misses so far.
 func (c *Cache) Stats() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
+
+// stampOf is the set's stamp; 0 for a nil set.
+func (s *ItemSet) stampOf() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.stamp
+}
+
+// stampOf is the policy's stamp; 0 for nil (allow-all).
+func (p *Policy) stampOf() uint64 {
+	if p == nil {
+		return 0
+	}
+	return p.stamp
+}

@@ -64,3 +64,33 @@ func TestCacheConcurrent(t *testing.T) {
 		t.Fatalf("Len = %d over the bound", c.Len())
 	}
 }
+
+// Two regions' policies at the same generation, and two regions' views at
+// the same generation, are different keys: an edge merging regional logs
+// is never served the visible set one region's policy (or view) computed
+// for another's.
+func TestCacheRegionsShareGenerations(t *testing.T) {
+	hideAlpha := mustCompile(t, &Section{Rules: []Rule{{Name: "no-alpha", Effect: Deny, Tools: []string{"alpha_*"}}}}).WithGeneration(17)
+	hideBeta := mustCompile(t, &Section{Rules: []Rule{{Name: "no-beta", Effect: Deny, Tools: []string{"beta_*"}}}}).WithGeneration(17)
+	c := NewCache(nil)
+	alice := HeaderSubject("alice", "default")
+	set := NewItemSet(8, tools("alpha_a", "beta_b"))
+	if v := c.Visible(hideAlpha, alice, set); v.Allowed(KindTool, "alpha_a") || !v.Allowed(KindTool, "beta_b") {
+		t.Fatal("region a's policy: alpha shown or beta hidden")
+	}
+	if v := c.Visible(hideBeta, alice, set); !v.Allowed(KindTool, "alpha_a") || v.Allowed(KindTool, "beta_b") {
+		t.Fatal("region b's policy at the same generation got region a's visible set")
+	}
+	other := NewItemSet(8, tools("alpha_a", "beta_b", "gamma_c"))
+	if v := c.Visible(hideAlpha, alice, other); v.Set() != other || !v.Allowed(KindTool, "gamma_c") {
+		t.Fatal("a view of the same generation got another view's visible set")
+	}
+	// The same policy over the same view is one entry.
+	if h, _ := c.Stats(); h != 0 {
+		t.Fatalf("%d hits among distinct keys", h)
+	}
+	c.Visible(hideBeta, alice, set)
+	if h, m := c.Stats(); h != 1 || m != 3 {
+		t.Fatalf("%d hits %d misses, want 1 and 3", h, m)
+	}
+}

@@ -53,6 +53,7 @@ var env = sync.OnceValues(func() (*cel.Env, error) {
 // *Policy allows everything (no section).
 type Policy struct {
 	generation uint64
+	stamp      uint64 // unique in the process: the visible-set cache's key (see Cache)
 	digest     string
 	deny       bool // the default
 	rules      []*rule
@@ -79,7 +80,7 @@ type rule struct {
 // compile error is on field "when" and wraps the CEL issues' text.
 func Compile(s *Section) (*Policy, error) {
 	if s == nil {
-		return &Policy{}, nil
+		return &Policy{stamp: nextStamp()}, nil
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func Compile(s *Section) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile policy: CEL environment: %w", err)
 	}
-	p := &Policy{deny: s.Default == Deny, digest: s.Digest(), section: s.Clone()}
+	p := &Policy{deny: s.Default == Deny, digest: s.Digest(), section: s.Clone(), stamp: nextStamp()}
 	for i, r := range s.Rules {
 		cr := &rule{index: i, name: r.Name, deny: r.Effect == Deny,
 			any: r.Tools == nil && r.Prompts == nil && r.Resources == nil}
@@ -146,13 +147,13 @@ func (p *Policy) Generation() uint64 {
 }
 
 // WithGeneration returns a copy of the policy stamped with the generation
-// it took effect at; the visible-set cache keys on it.
+// it took effect at (a new policy to the visible-set cache).
 func (p *Policy) WithGeneration(gen uint64) *Policy {
 	if p == nil {
 		p = &Policy{}
 	}
 	c := *p
-	c.generation = gen
+	c.generation, c.stamp = gen, nextStamp()
 	return &c
 }
 
@@ -175,7 +176,7 @@ func (p *Policy) Section() *Section {
 // DenyAll returns a policy that refuses everything, for a section that
 // cannot be compiled where failing open is not an option (an event log
 // written by a newer controller, say).
-func DenyAll() *Policy { return &Policy{deny: true, digest: "deny-all"} }
+func DenyAll() *Policy { return &Policy{deny: true, digest: "deny-all", stamp: nextStamp()} }
 
 // glob is one compiled pattern: an exact name, a literal prefix followed
 // by a single trailing star, or a general path.Match pattern.

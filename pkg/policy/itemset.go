@@ -11,18 +11,18 @@ import (
 // shared by every subject. It is immutable and safe for concurrent use.
 type ItemSet struct {
 	generation uint64
+	stamp      uint64 // unique in the process: the visible-set cache's key (see Cache)
 	items      []Item
 	index      [kindCount]map[string]int
 	valsOnce   sync.Once
 	vals       []ref.Val
 }
 
-// NewItemSet indexes the items of the view at generation gen. The
-// generation is part of the visible-set cache key, so a set's content must
-// be a function of it (and of the group, which is in the subject). items
+// NewItemSet indexes the items of the view at generation gen. The set is
+// its own visible-set cache key (Cache), whatever its generation. items
 // is kept, not copied. A name repeated within a kind keeps its first item.
 func NewItemSet(gen uint64, items []Item) *ItemSet {
-	s := &ItemSet{generation: gen, items: items}
+	s := &ItemSet{generation: gen, items: items, stamp: nextStamp()}
 	for k := range s.index {
 		s.index[k] = map[string]int{}
 	}

@@ -11,9 +11,25 @@ import (
 )
 
 // DefaultMaxBytes bounds the session bucket, so that a flood of sessions
-// fills this bucket (new sessions are refused, existing ones keep working)
-// and never the store the event log shares.
+// fills this bucket and never the store the event log shares.
 const DefaultMaxBytes = 256 << 20
+
+// MinRecords is the fewest records of the largest size a bucket holds:
+// RecordLimit keeps records at most 1/MinRecords of the bucket, so that
+// no handful of records fills it.
+const MinRecords = 64
+
+// recordOverhead is what the bucket's per-message limit allows beyond a
+// record: the subject and headers of its message.
+const recordOverhead = 512
+
+// RecordLimit is the largest record a bucket of maxBytes takes:
+// MaxRecordSize, or 1/MinRecords of a smaller bucket (at least 1 KiB).
+// The controller sets the bucket's per-message limit from it, which the
+// server enforces on every writer, and each edge reads it back (Open).
+func RecordLimit(maxBytes int64) int {
+	return int(max(1<<10, min(MaxRecordSize, maxBytes/MinRecords)))
+}
 
 // ProvisionOptions configure the bucket the controller creates. A nil
 // *ProvisionOptions means defaults.
@@ -32,6 +48,13 @@ type ProvisionOptions struct {
 // deletion through the API. Records expire by per-message TTLs; the bucket
 // has no subject delete markers (they would turn roll-ups back on), so an
 // expired record simply disappears.
+//
+// A full bucket evicts its oldest messages (DiscardOld): with one message
+// per key, the records of the sessions written least recently. It never
+// refuses a new session's record: a flood of records, whoever sends it,
+// costs the least recently active sessions their record (an edge
+// holding such a session writes it again, see ErrLost) instead of
+// locking every new session out until the flood's records expire.
 func streamConfig(o ProvisionOptions) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              "KV_" + o.Bucket,
@@ -39,10 +62,10 @@ func streamConfig(o ProvisionOptions) jetstream.StreamConfig {
 		Subjects:          []string{"$KV." + o.Bucket + ".>"},
 		MaxMsgsPerSubject: 1, // History 1: a longer history raises every TTL
 		MaxBytes:          o.MaxBytes,
-		MaxMsgSize:        MaxRecordSize + 512,
+		MaxMsgSize:        int32(RecordLimit(o.MaxBytes) + recordOverhead),
 		Storage:           jetstream.FileStorage,
 		Replicas:          o.Replicas,
-		Discard:           jetstream.DiscardNew,
+		Discard:           jetstream.DiscardOld,
 		Duplicates:        2 * time.Minute,
 		AllowDirect:       true,
 		AllowMsgTTL:       true,
@@ -89,13 +112,16 @@ func Provision(ctx context.Context, js jetstream.JetStream, o *ProvisionOptions)
 		return fmt.Errorf("sessionstore: provision bucket %q: %w", opts.Bucket, err)
 	}
 	cur := st.CachedInfo().Config
-	if cur.MaxBytes == cfg.MaxBytes && !cur.AllowRollup && cur.DenyPurge {
+	if cur.MaxBytes == cfg.MaxBytes && cur.MaxMsgSize == cfg.MaxMsgSize && cur.Discard == cfg.Discard &&
+		!cur.AllowRollup && cur.DenyPurge {
 		return nil
 	}
-	// An older bucket (made as a plain KV with subject delete markers) is
-	// hardened in place; the server refuses what it cannot change.
+	// An older bucket (made as a plain KV with subject delete markers, or
+	// refusing new records when full) is hardened in place; the server
+	// refuses what it cannot change.
 	upd := cur
 	upd.MaxBytes, upd.AllowRollup, upd.DenyPurge, upd.DenyDelete, upd.AllowMsgTTL = cfg.MaxBytes, false, true, true, true
+	upd.MaxMsgSize, upd.Discard = cfg.MaxMsgSize, cfg.Discard
 	upd.SubjectDeleteMarkerTTL = 0
 	if _, err := js.UpdateStream(ctx, upd); err != nil {
 		return fmt.Errorf("sessionstore: provision bucket %q: update limits and hardening: %w", opts.Bucket, err)

@@ -7,7 +7,7 @@
 // version and listChanged capability, the applied generation and registry
 // digest, the edge that last served it, and the session's convergence
 // evidence. Records live in a JetStream KV bucket, one key per session id,
-// at most MaxRecordSize bytes each.
+// at most RecordLimit of the bucket's size (MaxRecordSize) each.
 //
 //	store, err := sessionstore.Open(ctx, js, &sessionstore.Options{Replicas: 3})
 //
@@ -44,8 +44,10 @@
 // # Hardening and limits
 //
 // The controller creates the bucket (Provision) with MaxBytes (default
-// DefaultMaxBytes: when full, new records are refused and existing ones
-// still written) and hardened against what subject permissions cannot
+// DefaultMaxBytes: when full, the least recently written records are
+// evicted, and a write over an evicted record fails with ErrLost so that
+// the edge serving it creates it again), a per-record limit of
+// RecordLimit(MaxBytes) that the server enforces, and hardened against what subject permissions cannot
 // refuse: roll-ups (a Nats-Rollup: all header on any key would wipe the
 // bucket) and purges are off. Roll-ups cannot be off while the server
 // leaves subject delete markers, so a record that expires by its TTL

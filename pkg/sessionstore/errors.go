@@ -20,24 +20,32 @@ var (
 	// ErrConflict: the record changed since the revision the caller read
 	// (another edge wrote it). Get it again and reapply the change.
 	ErrConflict = errors.New("session record revision conflict")
-	// ErrTooLarge: the encoded record exceeds MaxRecordSize. The concrete
-	// error is a *TooLargeError.
+	// ErrTooLarge: the encoded record exceeds the bucket's record limit
+	// (RecordLimit of its size, at most MaxRecordSize). The concrete error
+	// is a *TooLargeError.
 	ErrTooLarge = errors.New("session record too large")
+	// ErrLost: an Update or Touch found no record and no delete: the
+	// record was evicted from a full bucket (the least recently written
+	// go first) or expired while its edge could not write it. The session
+	// was not ended by its client; the edge serving it may Create its
+	// record again.
+	ErrLost = errors.New("session record lost")
 	// ErrInvalid: a record cannot be stored (unknown mode, initialize
 	// params that are not JSON) or a stored record cannot be decoded.
 	ErrInvalid = errors.New("invalid session record")
 )
 
-// TooLargeError reports a record whose encoding exceeds MaxRecordSize. It
-// matches ErrTooLarge with errors.Is.
+// TooLargeError reports a record whose encoding exceeds the record limit.
+// It matches ErrTooLarge with errors.Is; its message names the session by
+// IDHash only.
 type TooLargeError struct {
 	ID    string // session id
 	Size  int    // encoded size in bytes
-	Limit int    // MaxRecordSize
+	Limit int    // the bucket's record limit
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("session %q: record is %d bytes, limit %d: %v", e.ID, e.Size, e.Limit, ErrTooLarge)
+	return fmt.Sprintf("session %s: record is %d bytes, limit %d: %v", IDHash(e.ID), e.Size, e.Limit, ErrTooLarge)
 }
 
 // Unwrap makes errors.Is(err, ErrTooLarge) hold.

@@ -11,9 +11,10 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/convergence"
 )
 
-// MaxRecordSize is the largest encoded record the store accepts. Records
-// are read on every rehydration, so they stay small; the convergence
-// evidence is bounded by convergence.MaxCursorChain.
+// MaxRecordSize is the largest encoded record the store accepts in any
+// bucket; a bucket under MinRecords times it takes less (RecordLimit).
+// Records are read on every rehydration, so they stay small; the
+// convergence evidence is bounded by convergence.MaxCursorChain.
 const MaxRecordSize = 64 << 10
 
 // Mode is how the session's edge serves tools.
@@ -73,10 +74,14 @@ type Record struct {
 	Tasks []TaskRef `json:"tasks,omitempty"`
 }
 
-// TaskRef is one task of a session: where it lives and its id there.
+// TaskRef is one task of a session: where it lives, its id there, and
+// the tool (its exposed name) whose call made it, which the policy in
+// force is checked against on every task method; "" in records of
+// earlier edges.
 type TaskRef struct {
 	Backend string `json:"backend"`
 	ID      string `json:"id"`
+	Tool    string `json:"tool,omitempty"`
 }
 
 // Bounds of a record's tasks.
@@ -91,7 +96,7 @@ func validTasks(ts []TaskRef) bool {
 		return false
 	}
 	for _, t := range ts {
-		if t.Backend == "" || t.ID == "" || len(t.Backend) > MaxTaskID || len(t.ID) > MaxTaskID {
+		if t.Backend == "" || t.ID == "" || len(t.Backend) > MaxTaskID || len(t.ID) > MaxTaskID || len(t.Tool) > MaxTaskID {
 			return false
 		}
 	}

@@ -54,8 +54,10 @@ type Stats struct {
 type Store struct {
 	js         jetstream.JetStream
 	kv         jetstream.KeyValue
-	stream     string // the bucket's stream, KV_<bucket>
-	subject    string // publish prefix, $KV.<bucket>.
+	st         jetstream.Stream // the bucket's stream (reads of a key's last message)
+	limit      int              // the largest record the bucket takes
+	stream     string           // the bucket's stream, KV_<bucket>
+	subject    string           // publish prefix, $KV.<bucket>.
 	ttl        time.Duration
 	touchEvery time.Duration
 	metrics    *Metrics
@@ -100,15 +102,48 @@ func Open(ctx context.Context, js jetstream.JetStream, o *Options) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: open bucket %q: %w", opts.Bucket, err)
 	}
+	st, err := js.Stream(ctx, "KV_"+opts.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: open bucket %q: stream info: %w", opts.Bucket, err)
+	}
 	return &Store{
 		js:         js,
 		kv:         kv,
+		st:         st,
+		limit:      bucketRecordLimit(st.CachedInfo().Config),
 		stream:     "KV_" + opts.Bucket,
 		subject:    "$KV." + opts.Bucket + ".",
 		ttl:        ceilSecond(opts.IdleTimeout + opts.TouchEvery),
 		touchEvery: opts.TouchEvery,
 		metrics:    opts.Metrics,
 	}, nil
+}
+
+// bucketRecordLimit is the largest record a bucket of cfg takes: its
+// per-message limit less the overhead Provision allows for (a bucket made
+// by another client without one: MaxRecordSize).
+func bucketRecordLimit(cfg jetstream.StreamConfig) int {
+	limit := MaxRecordSize
+	if cfg.MaxMsgSize > recordOverhead {
+		limit = min(limit, int(cfg.MaxMsgSize)-recordOverhead)
+	}
+	return limit
+}
+
+// RecordLimit is the largest encoded record this store writes: the
+// bucket's (see RecordLimit).
+func (s *Store) RecordLimit() int { return s.limit }
+
+// encode checks and encodes r under the bucket's record limit.
+func (s *Store) encode(r *Record) ([]byte, error) {
+	b, err := encodeRecord(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > s.limit {
+		return nil, &TooLargeError{ID: r.ID, Size: len(b), Limit: s.limit}
+	}
+	return b, nil
 }
 
 // ceilSecond rounds d up to whole seconds, the resolution of message TTLs.
@@ -120,7 +155,7 @@ func ceilSecond(d time.Duration) time.Duration {
 // ErrExists if a live record has the same id; an expired or deleted id can
 // be created again.
 func (s *Store) Create(ctx context.Context, r *Record) (uint64, error) {
-	b, err := encodeRecord(r)
+	b, err := s.encode(r)
 	if err != nil {
 		return 0, s.fail(kindCreate, err)
 	}
@@ -157,9 +192,10 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, uint64, error) {
 }
 
 // Update replaces the record if its revision is still rev and returns the
-// new revision. It fails with ErrConflict if another write came first and
-// with ErrNotFound if the record expired or was deleted. The write renews
-// the record's TTL.
+// new revision. It fails with ErrConflict if another write came first,
+// with ErrNotFound if the record was deleted, and with ErrLost if it is
+// gone without a delete (evicted from a full bucket, or expired). The
+// write renews the record's TTL.
 func (s *Store) Update(ctx context.Context, r *Record, rev uint64) (uint64, error) {
 	return s.write(ctx, kindUpdate, r, rev)
 }
@@ -189,7 +225,7 @@ func (s *Store) Touch(ctx context.Context, r *Record, rev uint64, now time.Time)
 // so the write is a publish to the key's subject with both the TTL and the
 // per-subject revision check.
 func (s *Store) write(ctx context.Context, kind string, r *Record, rev uint64) (uint64, error) {
-	b, err := encodeRecord(r)
+	b, err := s.encode(r)
 	if err != nil {
 		return 0, s.fail(kind, err)
 	}
@@ -217,10 +253,17 @@ func (s *Store) write(ctx context.Context, kind string, r *Record, rev uint64) (
 	return ack.Sequence, nil
 }
 
-// conflict explains a failed revision check: the record is gone, or it
-// was written since rev.
+// conflict explains a failed revision check from the key's last message:
+// a delete (ErrNotFound), none at all (ErrLost: evicted or expired), or a
+// write since rev (ErrConflict).
 func (s *Store) conflict(ctx context.Context, id string, rev uint64) error {
-	if _, err := s.kv.Get(ctx, id); errors.Is(err, jetstream.ErrKeyNotFound) {
+	m, err := s.st.GetLastMsgForSubject(ctx, s.subject+id)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return fmt.Errorf("session %s: revision %d: %w", IDHash(id), rev, ErrLost)
+	case err != nil:
+		return fmt.Errorf("session %s: revision %d: read after a failed revision check: %w", IDHash(id), rev, err)
+	case m.Header.Get("KV-Operation") != "":
 		return fmt.Errorf("session %s: revision %d: %w", IDHash(id), rev, ErrNotFound)
 	}
 	return fmt.Errorf("session %s: revision %d: %w", IDHash(id), rev, ErrConflict)

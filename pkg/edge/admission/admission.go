@@ -133,9 +133,12 @@ var (
 
 // Refusal is a request the gate will not let through, and how to answer.
 type Refusal struct {
-	Status     int
-	Reason     string // metric label
-	Err        error  // wraps one of the sentinels; its text is safe to send
+	Status int
+	Reason string // metric label
+	Err    error  // wraps one of the sentinels; its text is safe to send
+	// Cause is why, for the log only: never sent to the client (the
+	// issuer's JWKS that could not be fetched, and how it failed).
+	Cause      error
 	RetryAfter time.Duration
 	// RPC marks refusals answered as a JSON-RPC error (a body no parser
 	// may read) rather than plain text.

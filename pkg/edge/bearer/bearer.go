@@ -11,7 +11,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
-	"github.com/fleetgate/fleetgate/pkg/ratelimit"
+	"github.com/fleetgate/fleetgate/pkg/edge/clientaddr"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Options make the edge an OAuth 2.1 resource server: every request to
@@ -56,8 +57,26 @@ type Authenticator struct {
 	mdURL       string
 	meta        http.Handler
 	results     *prometheus.CounterVec
-	ok          prometheus.Counter // results{ok}
+	keysFailed  *prometheus.CounterVec // refusals for want of the issuer's keys, by auth.KeysCause
+	ok          prometheus.Counter     // results{ok}
 	throttle    Throttle
+	owners      *sessionstore.OwnerKey
+	clients     *clientaddr.Resolver
+}
+
+// Wiring is what an Authenticator is given by its edge.
+type Wiring struct {
+	// Throttle limits failed authentications per client address;
+	// required.
+	Throttle Throttle
+	// Owners keys the owner hash of a verified token's user; nil:
+	// unkeyed.
+	Owners *sessionstore.OwnerKey
+	// Clients tells a request's client address, believing the
+	// forwarding header of trusted proxies; nil: the connection's peer.
+	Clients *clientaddr.Resolver
+	// Registry takes the authentication metrics; required.
+	Registry prometheus.Registerer
 }
 
 // errAuthOptions: the Options cannot be used.
@@ -65,11 +84,12 @@ var errAuthOptions = errors.New("edge: auth options")
 
 // New builds the verifier for o; listen is the MCP listener's address
 // (the default resource URL).
-func New(o *Options, identityHeader, listen string, throttle Throttle, reg prometheus.Registerer) (*Authenticator, error) {
+func New(o *Options, identityHeader, listen string, w Wiring) (*Authenticator, error) {
 	if identityHeader != "" {
 		return nil, fmt.Errorf("%w: an identity header and a token issuer exclude each other", errAuthOptions)
 	}
-	b := &Authenticator{resourceURL: o.ResourceURL, throttle: throttle}
+	b := &Authenticator{resourceURL: o.ResourceURL, throttle: w.Throttle, owners: w.Owners, clients: w.Clients}
+	reg := w.Registry
 	if b.resourceURL == "" {
 		b.resourceURL = "http://" + listen + "/mcp"
 	}
@@ -88,7 +108,12 @@ func New(o *Options, identityHeader, listen string, throttle Throttle, reg prome
 	b.meta = auth.MetadataHandler(auth.NewMetadata(b.resourceURL, o.Issuer, o.Scopes))
 	b.results = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_authentications_total",
 		Help: "Bearer-token authentications, by result (ok, refused) and reason."}, []string{"result", "reason"})
-	reg.MustRegister(b.results)
+	b.keysFailed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_auth_keys_unavailable_total",
+		Help: "Requests refused 503 because the issuer's keys could not be fetched, by cause (timeout, http_status, decode, tls, network, other)."}, []string{"cause"})
+	for _, c := range auth.KeysCauses {
+		b.keysFailed.WithLabelValues(c)
+	}
+	reg.MustRegister(b.results, b.keysFailed)
 	b.ok = b.results.WithLabelValues("ok", "")
 	return b, nil
 }
@@ -108,7 +133,7 @@ func (b *Authenticator) Authenticate(r *http.Request) (*http.Request, *admission
 	if b == nil {
 		return r, nil
 	}
-	now, addr := time.Now(), ratelimit.ClientAddr(r.RemoteAddr)
+	now, addr := time.Now(), b.clients.Addr(r)
 	if f := b.throttle.Blocked(now, addr); f != nil {
 		return r, f // too many failures from here: not verified at all
 	}
@@ -126,9 +151,13 @@ func (b *Authenticator) Authenticate(r *http.Request) (*http.Request, *admission
 		if challenge != "" {
 			f.Header = http.Header{"Www-Authenticate": {challenge}}
 		}
+		if cause := auth.KeysCause(err); cause != "" {
+			b.keysFailed.WithLabelValues(cause).Inc()
+			f.Cause = fmt.Errorf("%s: %w", cause, err) // the fetch's error: URLs and status, never a token
+		}
 		return r, f
 	}
-	vt := verifiedTokenOf(id)
+	vt := verifiedTokenOf(id, b.owners)
 	if vt == nil { // the go-sdk would not take its TokenInfo: refused as malformed
 		b.results.WithLabelValues("refused", "malformed").Inc()
 		return r, &admission.Refusal{Status: http.StatusUnauthorized, Reason: "auth_malformed",

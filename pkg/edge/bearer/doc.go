@@ -17,7 +17,7 @@
 // session binding compares) and the owner hash of the sessions it opens,
 // made once per token the verifier caches, not once per request.
 //
-//	b, err := bearer.New(&bearer.Options{Issuer: iss}, "", listenAddr, throttle, registry)
+//	b, err := bearer.New(&bearer.Options{Issuer: iss}, "", listenAddr, bearer.Wiring{Throttle: throttle, Registry: registry})
 //	r, refusal := b.Authenticate(r) // nil refusal: r carries the token
 //	owner := bearer.OwnerOf(r, ident)
 //

@@ -22,16 +22,16 @@ import (
 // verifiedToken is what one verified token gives its requests.
 type verifiedToken struct {
 	ti    *goauth.TokenInfo
-	owner string          // sessionstore.OwnerHash of ti.UserID: the owner of the sessions it opens
+	owner string          // ti.UserID's owner hash (the edge's OwnerKey): the owner of the sessions it opens
 	ctx   context.Context // carries ti under the go-sdk's own key, and nothing else
 }
 
 // newVerifiedToken makes id's verifiedToken; nil if the go-sdk would not
 // take its TokenInfo.
-func newVerifiedToken(id *auth.Identity) *verifiedToken {
+func newVerifiedToken(id *auth.Identity, owners *sessionstore.OwnerKey) *verifiedToken {
 	ti := &goauth.TokenInfo{UserID: tokenUser(id), Scopes: id.Scopes, Expiration: id.Expiry,
 		Extra: map[string]any{calls.ClaimsKey: id}}
-	vt := &verifiedToken{ti: ti, owner: sessionstore.OwnerHash(ti.UserID)}
+	vt := &verifiedToken{ti: ti, owner: owners.Hash(ti.UserID)}
 	// The go-sdk's context key is unexported: its RequireBearerToken
 	// middleware is the one way to set it. It runs here once, on a
 	// request of its own, with a verifier that answers ti (the token was
@@ -58,8 +58,8 @@ const tokenInfoSkew = 1 << 62
 // verifiedTokenOf is id's verifiedToken: made on first use and kept with
 // the identity (auth.Identity.Memo), which the verifier shares among the
 // requests of one token while it caches it; nil as newVerifiedToken.
-func verifiedTokenOf(id *auth.Identity) *verifiedToken {
-	vt, _ := id.Memo(func(id *auth.Identity) any { return newVerifiedToken(id) }).(*verifiedToken)
+func verifiedTokenOf(id *auth.Identity, owners *sessionstore.OwnerKey) *verifiedToken {
+	vt, _ := id.Memo(func(id *auth.Identity) any { return newVerifiedToken(id, owners) }).(*verifiedToken)
 	return vt
 }
 
@@ -96,13 +96,14 @@ func verifiedOf(ctx context.Context) *verifiedToken {
 	return vt
 }
 
-// OwnerOf is sessionstore.OwnerHash(ident) for request r, taken from its
-// verified token when ident is the token's user (computed once per token).
-func OwnerOf(r *http.Request, ident string) string {
+// OwnerOf is owners.Hash(ident) for request r, taken from its verified
+// token when ident is the token's user (computed once per token, with the
+// Authenticator's key: the edge's, the same as owners).
+func OwnerOf(r *http.Request, ident string, owners *sessionstore.OwnerKey) string {
 	if vt := verifiedOf(r.Context()); vt != nil && vt.ti.UserID == ident {
 		return vt.owner
 	}
-	return sessionstore.OwnerHash(ident)
+	return owners.Hash(ident)
 }
 
 // Carry returns ctx carrying the verified token from carries; ctx when

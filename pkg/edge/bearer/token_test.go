@@ -24,21 +24,25 @@ type otherKey struct{}
 // context's own to carry it).
 func TestTokenContext(t *testing.T) {
 	id := &auth.Identity{Issuer: "https://issuer.example", Subject: "alice", Expiry: time.Now().Add(time.Hour)}
-	vt := verifiedTokenOf(id)
+	owners, err := sessionstore.NewOwnerKey([]byte("a fleet's owner key, 32 bytes at least"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vt := verifiedTokenOf(id, owners)
 	if vt == nil {
 		t.Fatal("no verifiedToken")
 	}
-	if again := verifiedTokenOf(id); again != vt {
+	if again := verifiedTokenOf(id, owners); again != vt {
 		t.Fatal("a second lookup made another verifiedToken")
 	}
-	if other := verifiedTokenOf(&auth.Identity{Issuer: id.Issuer, Subject: "bob"}); other == vt || other.ti.UserID == vt.ti.UserID {
+	if other := verifiedTokenOf(&auth.Identity{Issuer: id.Issuer, Subject: "bob"}, owners); other == vt || other.ti.UserID == vt.ti.UserID {
 		t.Fatal("two identities share a verifiedToken")
 	}
 	if vt.ti.UserID != tokenUser(id) || calls.TokenIdentity(vt.ti) != id {
 		t.Fatalf("TokenInfo %+v does not name %+v", vt.ti, id)
 	}
-	if vt.owner != sessionstore.OwnerHash(tokenUser(id)) {
-		t.Fatal("owner hash differs from sessionstore.OwnerHash")
+	if vt.owner != owners.Hash(tokenUser(id)) || vt.owner == sessionstore.OwnerHash(tokenUser(id)) {
+		t.Fatal("owner hash is not the edge's keyed one")
 	}
 
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "mine"))
@@ -75,10 +79,10 @@ func TestTokenContext(t *testing.T) {
 
 	// ownerOf takes the token's hash only for the token's own user.
 	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
-	if got := OwnerOf(r, vt.ti.UserID); got != vt.owner {
+	if got := OwnerOf(r, vt.ti.UserID, owners); got != vt.owner {
 		t.Fatalf("OwnerOf the token's user %q", got)
 	}
-	if got := OwnerOf(r, "someone else"); got != sessionstore.OwnerHash("someone else") {
+	if got := OwnerOf(r, "someone else", owners); got != owners.Hash("someone else") {
 		t.Fatalf("OwnerOf another identity %q", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Options configure a Plane. View, Backend and Generation are required.
@@ -43,6 +44,9 @@ type Options struct {
 	// shares; nil: a key of this process alone (a retry that reaches
 	// another edge is refused).
 	InputState *inputstate.Sealer
+	// Owners hashes a caller's identity into the call trail's owner, as
+	// the session records do; nil: unkeyed (sessionstore.OwnerHash).
+	Owners *sessionstore.OwnerKey
 	// Trail records every tools/call; nil records none.
 	Trail *calltrail.Trail
 	Log   zerolog.Logger

@@ -86,7 +86,7 @@ func (pl *Plane) TaskCall(ctx context.Context, s *session.Session, x *mcp.Reques
 	if len(bid) > sessionstore.MaxTaskID {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: its backend's task id is longer than %d bytes", name, sessionstore.MaxTaskID)}
 	}
-	s.Tasks(true).Add(TaskID(rt.Tool.Backend, bid), sessionstore.TaskRef{Backend: rt.Tool.Backend, ID: bid})
+	s.Tasks(true).Add(TaskID(rt.Tool.Backend, bid), sessionstore.TaskRef{Backend: rt.Tool.Backend, ID: bid, Tool: name})
 	pl.tasksChanged(s)
 	return out, nil
 }
@@ -110,10 +110,25 @@ func forwardMeta(m json.RawMessage) json.RawMessage {
 	return b
 }
 
-// taskMethod forwards tasks/get, tasks/result or tasks/cancel of one of
+// taskVisible reports whether the caller of x may still reach a task of
+// s: whether the policy in force lets it see the tool whose call made the
+// task (a task of a tool it may no longer see is unknown to it). A task
+// recorded without its tool (by an earlier edge) is reachable only while
+// no policy is in force.
+func (pl *Plane) taskVisible(s *session.Session, x *mcp.RequestExtra, ref sessionstore.TaskRef) bool {
+	if ref.Tool == "" {
+		return pl.Policy() == nil
+	}
+	_, err := pl.Resolve(Call{Session: s, Ident: pl.IdentityOf(x), TokenInfo: TokenInfoOf(x), Name: ref.Tool})
+	return err == nil
+}
+
+// TaskMethod forwards tasks/get, tasks/result or tasks/cancel of one of
 // s's tasks to its backend, under the backend's id, and answers with the
-// edge's id in the result.
-func (pl *Plane) TaskMethod(ctx context.Context, s *session.Session, method string, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+// edge's id in the result. A task of a tool the policy in force hides
+// from the caller of x is not found (it stays in the table: a later
+// policy may show the tool again).
+func (pl *Plane) TaskMethod(ctx context.Context, s *session.Session, x *mcp.RequestExtra, method string, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	var id string
 	if json.Unmarshal(params["taskId"], &id) != nil || id == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": no taskId"}
@@ -123,9 +138,15 @@ func (pl *Plane) TaskMethod(ctx context.Context, s *session.Session, method stri
 	if t != nil {
 		ref, ok = t.Get(id)
 	}
-	if !ok {
+	if !ok || !pl.taskVisible(s, x, ref) {
 		return nil, errTaskNotFound(id)
 	}
+	return pl.forwardTask(ctx, s, method, id, ref)
+}
+
+// forwardTask forwards method of s's task id, ref, to its backend.
+func (pl *Plane) forwardTask(ctx context.Context, s *session.Session, method, id string, ref sessionstore.TaskRef) (json.RawMessage, *jsonrpc.Error) {
+	t := s.Tasks(true)
 	cfg, ok := pl.BackendConfig(ref.Backend)
 	if !ok { // its backend left the view: the task went with it
 		t.Drop(id)
@@ -154,8 +175,9 @@ const tasksPage = 50
 
 // listTasks answers tasks/list with s's tasks, oldest first, each as its
 // backend's tasks/get gives it now; a task its backend no longer knows
-// leaves the table. The cursor is opaque to the client.
-func (pl *Plane) ListTasks(ctx context.Context, s *session.Session, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+// leaves the table, and one of a tool the policy in force hides from the
+// caller of x is left out. The cursor is opaque to the client.
+func (pl *Plane) ListTasks(ctx context.Context, s *session.Session, x *mcp.RequestExtra, params map[string]json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	from := 0
 	if c, ok := params["cursor"]; ok && string(c) != "null" {
 		var cursor string
@@ -184,8 +206,11 @@ func (pl *Plane) ListTasks(ctx context.Context, s *session.Session, params map[s
 	g.SetLimit(8)
 	for i, id := range page {
 		g.Go(func() error {
-			q, _ := json.Marshal(id)
-			res, rerr := pl.TaskMethod(gctx, s, "tasks/get", map[string]json.RawMessage{"taskId": q})
+			ref, ok := s.Tasks(true).Get(id)
+			if !ok || !pl.taskVisible(s, x, ref) {
+				return nil // gone meanwhile, or hidden by the policy: left out (kept)
+			}
+			res, rerr := pl.forwardTask(gctx, s, "tasks/get", id, ref)
 			switch {
 			case rerr == nil:
 				got[i] = res

@@ -9,7 +9,6 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
-	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // Audit records call c, routed by rt, in the call trail: failure is why
@@ -22,7 +21,7 @@ func (pl *Plane) Audit(c Call, rt Route, start time.Time, reply *backend.Reply, 
 		ent.SessionID = c.Session.ID()
 		ent.OwnerHash = c.Session.Record().Owner()
 	} else {
-		ent.OwnerHash = sessionstore.OwnerHash(c.Ident)
+		ent.OwnerHash = pl.o.Owners.Hash(c.Ident)
 	}
 	if id := TokenIdentity(c.TokenInfo); id != nil {
 		ent.Issuer, ent.Subject = id.Issuer, id.Subject

@@ -18,10 +18,11 @@ import (
 // applied (events.State.Policy) decides, per caller, which tools, prompts
 // and resources of the served view exist for it. What a caller may not use
 // is absent from its lists and find_tool, and a call to it is refused like
-// a call to an unknown name. Visible sets are cached per (subject, view
-// generation, policy generation) in policy.Cache, and the served value
-// filtered by one is cached here, so a cached caller runs no CEL and
-// copies no list.
+// a call to an unknown name. Visible sets are cached per (subject, view,
+// policy) in policy.Cache (the view's item set and the policy themselves,
+// not their generations, which the logs of two regions share), and the
+// served value filtered by one is cached here, so a cached caller runs no
+// CEL and copies no list.
 
 // errDenied is wrapped by the trail's error of a call the policy refused.
 var errDenied = errors.New("refused by the tool policy")

@@ -98,9 +98,9 @@ func (a *Answers) Task(w http.ResponseWriter, r *http.Request, s *session.Sessio
 	case "tools/call":
 		res, rerr = a.o.Calls.TaskCall(r.Context(), s, x, params)
 	case "tasks/list":
-		res, rerr = a.o.Calls.ListTasks(r.Context(), s, params)
+		res, rerr = a.o.Calls.ListTasks(r.Context(), s, x, params)
 	default:
-		res, rerr = a.o.Calls.TaskMethod(r.Context(), s, m.Method, params)
+		res, rerr = a.o.Calls.TaskMethod(r.Context(), s, x, m.Method, params)
 	}
 	writeRPC(w, m.ID, res, rerr)
 	return true

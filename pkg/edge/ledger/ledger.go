@@ -37,6 +37,8 @@ type Options struct {
 	ConfirmedRegions *atomic.Pointer[map[string]uint64]
 	// Identity is the caller's identity of a request inside the go-sdk.
 	Identity func(*mcp.RequestExtra) string
+	// Owners hashes the identity into a record's owner; nil: unkeyed.
+	Owners   *sessionstore.OwnerKey
 	Log      zerolog.Logger
 	Registry prometheus.Registerer
 }
@@ -89,7 +91,7 @@ func (l *Ledger) Initialized(s *session.Session, r mcp.Request, ir *mcp.Initiali
 	conv.SetCurrent(l.CurrentDigest(sv), l.Generation(sv))
 	conv.CurrentRegions = l.Regions(sv)
 	now := time.Now()
-	recs.Created(s, sessionstore.Record{ID: s.ID(), Owner: sessionstore.OwnerHash(l.o.Identity(r.GetExtra())), Group: l.o.Group,
+	recs.Created(s, sessionstore.Record{ID: s.ID(), Owner: l.o.Owners.Hash(l.o.Identity(r.GetExtra())), Group: l.o.Group,
 		Mode: sessionstore.Mode(l.o.Mode), InitializeParams: params, ProtocolVersion: conv.ProtocolVersion,
 		ClientListChanged: conv.ClientListChanged, AppliedGeneration: conv.CurrentGeneration, RegistryDigest: conv.CurrentDigest,
 		Edge: l.o.Edge, CreatedAt: now, LastSeen: now, Convergence: conv}, now)

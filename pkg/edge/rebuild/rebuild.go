@@ -37,6 +37,11 @@ type Options struct {
 	Ledger             *ledger.Ledger // the adopted record's evidence
 	// Identity is the caller's identity of a request (the gate's).
 	Identity func(*http.Request) string
+	// Owners is the key of the owners the records hold; nil: unkeyed. A
+	// record an edge without the key wrote (sessionstore.OwnerKey.Unkeyed)
+	// is its owner's too, and its owner is rewritten keyed when the
+	// session is rebuilt here.
+	Owners *sessionstore.OwnerKey
 	// Refusals counts identity refusals by reason (owner_mismatch).
 	Refusals *prometheus.CounterVec
 	Log      zerolog.Logger
@@ -80,7 +85,7 @@ func (b *Rebuilder) DeleteStored(w http.ResponseWriter, r *http.Request, sid, ow
 		http.Error(w, "session not found", http.StatusNotFound)
 	case err != nil:
 		http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
-	case rec.Owner != owner:
+	case rec.Owner != owner && !b.o.Owners.Unkeyed(rec.Owner, b.o.Identity(r)):
 		b.o.Refusals.WithLabelValues("owner_mismatch").Inc()
 		http.Error(w, "session belongs to another identity", http.StatusForbidden)
 	default:
@@ -106,7 +111,10 @@ func (b *Rebuilder) Rebuild(h http.Handler, r *http.Request, sid, owner string) 
 			return nil, err
 		}
 		if rec.Owner != owner {
-			return nil, fmt.Errorf("session %q: %w", sid, ErrForeign)
+			if !b.o.Owners.Unkeyed(rec.Owner, b.o.Identity(r)) {
+				return nil, fmt.Errorf("session %q: %w", sid, ErrForeign)
+			}
+			rec.Owner = owner // migrated: the takeover writes it keyed
 		}
 		if rec.Group != b.o.Group {
 			return nil, fmt.Errorf("session %q of group %q: %w", sid, rec.Group, sessionstore.ErrNotFound)

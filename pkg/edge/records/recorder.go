@@ -40,7 +40,7 @@ type Wiring struct {
 	Hijacks  *h1.Hijacks            // runs the closes of sessions ended here
 	Log      *zerolog.Logger        // nil: none
 	Registry prometheus.Registerer  // the store's metrics
-	Written  *prometheus.CounterVec // writes by kind (create, update, touch, delete); nil: not counted
+	Written  *prometheus.CounterVec // writes by kind (create, update, touch, delete, lost); nil: not counted
 }
 
 // Recorder writes the records of an edge's sessions to the store and
@@ -225,6 +225,13 @@ func (r *Recorder) Write(s *session.Session, claim bool) error {
 		}
 		st.Failed(&w)
 		switch {
+		case errors.Is(err, sessionstore.ErrLost) && attempt < 3:
+			// Evicted from a full bucket (or expired while this edge
+			// could not write): the session lives here, so its record
+			// is made again.
+			r.log.Info().Str("session_hash", sessionstore.IDHash(s.ID())).Msg("session record lost (evicted from a full bucket or expired); written again")
+			r.written("lost")
+			st.Conflicted(0)
 		case errors.Is(err, sessionstore.ErrNotFound):
 			r.drop(s, "record deleted or expired")
 			return nil
