@@ -94,11 +94,11 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 		}
 		for _, p := range ix.postings[e.lo:e.hi] {
 			d := p.doc &^ inName
-			if s.score[d] == 0 {
+			c := &s.doc[d]
+			if c.score == 0 {
 				s.docs = append(s.docs, d)
 			}
-			s.score[d] += idf * float64(p.sat)
-			c := &s.cover[d]
+			c.score += idf * float64(p.sat)
 			c.any |= bit
 			c.exact |= exact
 			if p.doc&inName != 0 {
@@ -121,13 +121,13 @@ func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups b
 	alpha, beta := ix.opts.coverage, ix.opts.nameCoverage
 	gamma := ix.opts.groupWeight
 	for _, d := range s.docs {
+		c := &s.doc[d]
 		if g := ix.groupOf[d]; groups && g >= 0 {
-			s.score[d] += gamma * s.group[g]
+			c.score += gamma * s.group[g]
 		}
 		if total == 0 || (alpha == 0 && beta == 0) {
 			continue
 		}
-		c := s.cover[d]
 		var any, name float64
 		for bits := c.any; bits != 0; bits &= bits - 1 {
 			o := mathbits.TrailingZeros64(bits)
@@ -140,7 +140,7 @@ func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups b
 				name += w
 			}
 		}
-		s.score[d] *= 1 + alpha*any/total + beta*name/total
+		c.score *= 1 + alpha*any/total + beta*name/total
 	}
 	if groups {
 		clear(s.group)
@@ -155,9 +155,8 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 	}
 	h := candidateHeap{names: ix.names, c: s.heap[:0]}
 	for _, d := range s.docs {
-		c := candidate{doc: d, score: s.score[d], matched: s.cover[d].any}
-		s.score[d] = 0
-		s.cover[d] = coverage{}
+		c := candidate{doc: d, score: s.doc[d].score, matched: s.doc[d].any}
+		s.doc[d] = docState{}
 		switch {
 		case keep != nil && !keep(int(d)):
 		case len(h.c) < limit:
@@ -185,8 +184,7 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 // scratch is the per-search working memory, pooled per Index so a search
 // allocates little more than its result.
 type scratch struct {
-	score  []float64  // per doc: accumulated score, else 0
-	cover  []coverage // per doc: the query's words it matched
+	doc    []docState // per doc: its score and coverage, zero when unmatched
 	group  []float64  // per group: its score
 	docs   []uint32   // docs with score != 0
 	tokens []string   // the query's terms
@@ -196,7 +194,7 @@ type scratch struct {
 }
 
 func newScratch(n, groups int) *scratch {
-	return &scratch{score: make([]float64, n), cover: make([]coverage, n), group: make([]float64, groups)}
+	return &scratch{doc: make([]docState, n), group: make([]float64, groups)}
 }
 
 // matched returns the query words of the origins in bits, in query
@@ -222,15 +220,19 @@ func (s *scratch) matched(bits uint64) []string {
 	return out
 }
 
-// coverage is the set of query words (origins, as bits) one document
-// matched: through any term, through the word itself, in its name or
-// title.
-type coverage struct{ any, exact, name uint64 }
+// docState is one document's accumulated score, and the set of query
+// words (origins, as bits) it matched: through any term, through the word
+// itself, in its name or title. Kept together, a posting touches one
+// cache line.
+type docState struct {
+	score            float64
+	any, exact, name uint64
+}
 
 type candidate struct {
 	doc     uint32
 	score   float64
-	matched uint64 // coverage.any
+	matched uint64 // docState.any
 }
 
 // candidateHeap is a min-heap on quality: the root is the worst kept hit.

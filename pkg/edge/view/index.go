@@ -57,8 +57,12 @@ func NewIndex(sv *Served, pinned []string, prev *Index) *Index {
 	docs := make([]search.Doc, len(sv.ToolList))
 	j := 0 // merge walk over prev.tools: both lists are sorted by name
 	for i, t := range sv.ToolList {
-		ti.defs[i] = sv.ToolDef(t)
-		docs[i] = search.Doc{Name: t.Name, Title: ToolTitle(t), Description: t.Description, InputSchema: RawSchema(t.InputSchema)}
+		// The group is the backend serving the tool: exposed names carry
+		// no backend prefix under priority or manual naming.
+		te, _ := sv.Catalog.Tool(t.Name)
+		ti.defs[i] = te.Def
+		docs[i] = search.Doc{Name: t.Name, Title: ToolTitle(t), Description: t.Description,
+			InputSchema: RawSchema(t.InputSchema), Group: te.Backend}
 		if prev != nil {
 			for j < len(prev.Tools) && prev.Tools[j].Name < t.Name {
 				j++
@@ -68,7 +72,7 @@ func NewIndex(sv *Served, pinned []string, prev *Index) *Index {
 			}
 		}
 		if ti.tokens[i] == 0 {
-			if def := sv.ToolDef(t); def != nil {
+			if def := ti.defs[i]; def != nil {
 				ti.tokens[i] = tokenCount(len(def))
 			} else if b, err := json.Marshal(t); err == nil {
 				ti.tokens[i] = tokenCount(len(b))
