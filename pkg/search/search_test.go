@@ -225,3 +225,27 @@ func checkHits(t *testing.T, q string, hits []Hit, docs []Doc) {
 		}
 	}
 }
+
+// Each hit names the query words it matched, as the query spelled them,
+// in query order: directly or through a word expansion added for them;
+// framing and stop words are not query words.
+func TestHitMatched(t *testing.T) {
+	docs := []Doc{
+		{Name: "github_create_pull_request", Description: "Open a pull request from a branch."},
+		{Name: "github_list_issues", Description: "List the issues of a repository."},
+		{Name: "files_search", Description: "Search files by name."},
+	}
+	ix := Build(docs, nil)
+	got := map[string][]string{}
+	for _, h := range ix.Search("I need a tool to open a PR or find issues in my Repo", 5) {
+		got[h.Name] = h.Matched
+	}
+	want := map[string][]string{
+		"github_create_pull_request": {"open", "PR"},
+		"github_list_issues":         {"issues", "Repo"},
+		"files_search":               {"find"}, // through its synonym "search"
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("matched = %q, want %q", got, want)
+	}
+}

@@ -156,7 +156,8 @@ var (
 			`"required":["query"]}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"title":{"type":"string"},` +
-			`"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"}},"required":["name","inputSchema","score"]}},` +
+			`"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"},` +
+			`"matched":{"type":"array","items":{"type":"string"}}},"required":["name","inputSchema","score"]}},` +
 			`"catalog_tools":{"type":"integer"},"catalog_tokens":{"type":"integer"},"returned_tokens":{"type":"integer"}},` +
 			`"required":["tools","catalog_tools","catalog_tokens","returned_tokens"]}`),
 		Annotations: &mcp.ToolAnnotations{Title: "Find a tool", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
@@ -176,15 +177,19 @@ var (
 
 // FoundTool is one tool of a find_tool result: the tool's definition as
 // the view holds it (as tools/list would serve it, at the caller's
-// revision) with its score added. The fields are what a reader of a
-// result decodes; a result is encoded from the definition.
+// revision) with its score and the words of the query it matched added.
+// The fields are what a reader of a result decodes; a result is encoded
+// from the definition.
 type FoundTool struct {
 	Name        string          `json:"name"`
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	Score       float64         `json:"score"`
-	def         json.RawMessage
+	// Matched are the words of the query the tool matched, directly or
+	// through a related word (search.Hit.Matched): why it was found.
+	Matched []string `json:"matched,omitempty"`
+	def     json.RawMessage
 }
 
 func (f FoundTool) MarshalJSON() ([]byte, error) {
@@ -196,14 +201,23 @@ func (f FoundTool) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	var matched []byte
+	if len(f.Matched) > 0 {
+		if matched, err = json.Marshal(f.Matched); err != nil {
+			return nil, err
+		}
+	}
 	body := bytes.TrimRight(f.def[:len(f.def)-1], " \t\r\n")
-	out := make([]byte, 0, len(body)+len(score)+10)
+	out := make([]byte, 0, len(body)+len(score)+len(matched)+22)
 	out = append(out, body...) // a copy: the definition is shared
 	if !bytes.HasSuffix(out, []byte("{")) {
 		out = append(out, ',')
 	}
-	out = append(append(append(out, `"score":`...), score...), '}')
-	return out, nil
+	out = append(append(out, `"score":`...), score...)
+	if matched != nil {
+		out = append(append(out, `,"matched":`...), matched...)
+	}
+	return append(out, '}'), nil
 }
 
 // FindResult is find_tool's structuredContent (and text content).
@@ -231,7 +245,7 @@ func (ti *Index) FindAt(query string, limit int, rev string) ([]byte, error) {
 	hits := ti.ix.Search(query, limit)
 	res := FindResult{Tools: make([]FoundTool, 0, len(hits)), CatalogTools: len(ti.Tools), CatalogTokens: ti.catalogTokens}
 	for _, h := range hits {
-		res.add(ti, h.Doc, h.Score, rev)
+		res.add(ti, h, rev)
 	}
 	return json.Marshal(res)
 }
@@ -247,14 +261,15 @@ func (ti *Index) findVisible(query string, limit int, rev string) ([]byte, error
 		}
 	}
 	for _, h := range ti.ix.SearchFunc(query, limit, func(doc int) bool { return ti.visible(ti.Tools[doc].Name) }) {
-		res.add(ti, h.Doc, h.Score, rev)
+		res.add(ti, h, rev)
 	}
 	return json.Marshal(res)
 }
 
-// add appends tool doc of ti, at revision rev, with its score rounded to
-// 4 decimals.
-func (r *FindResult) add(ti *Index, doc int, score float64, rev string) {
+// add appends the tool of hit h, at revision rev, with its score rounded
+// to 4 decimals and the query words it matched.
+func (r *FindResult) add(ti *Index, h search.Hit, rev string) {
+	doc := h.Doc
 	t := ti.Tools[doc]
 	schema := RawSchema(t.InputSchema)
 	if len(schema) == 0 {
@@ -265,6 +280,6 @@ func (r *FindResult) add(ti *Index, doc int, score float64, rev string) {
 		def = Project(ti.defs[doc], KindTool, rev)
 	}
 	r.Tools = append(r.Tools, FoundTool{Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: schema, Score: math.Round(score*1e4) / 1e4, def: def})
+		InputSchema: schema, Score: math.Round(h.Score*1e4) / 1e4, Matched: h.Matched, def: def})
 	r.ReturnedTokens += ti.tokens[doc]
 }

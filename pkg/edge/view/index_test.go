@@ -1,7 +1,9 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
@@ -75,5 +77,33 @@ func TestIndexGroupsByBackend(t *testing.T) {
 		if len(res.Tools) == 0 || res.Tools[0].Name != "send_refund" {
 			t.Errorf("%s naming: find_tool ranks %+v, want send_refund (of payments) first", strategy, res.Tools)
 		}
+	}
+}
+
+// A find_tool result carries, after each tool's score, the query words
+// the tool matched: on the wire (encoded from the definition) and decoded.
+func TestFindMatched(t *testing.T) {
+	sv := servedNamed(t, naming.Prefix, map[string]map[string]string{
+		"mail": {"send": "Send an email message.", "search": "Search the mailbox."},
+		"cal":  {"create_event": "Create a calendar event."},
+	})
+	body, err := NewIndex(sv, nil, nil).Find("send an email to Ann", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"score":`)) || !bytes.Contains(body, []byte(`,"matched":["send","email"]}`)) {
+		t.Fatalf("result %s: no matched words after the score of mail_send", body)
+	}
+	var res FindResult
+	if err := json.Unmarshal(body, &res); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, f := range res.Tools {
+		got[f.Name] = f.Matched
+	}
+	want := map[string][]string{"mail_send": {"send", "email"}, "mail_search": {"email"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("matched %q, want %q", got, want)
 	}
 }
