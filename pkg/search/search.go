@@ -140,7 +140,7 @@ func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups b
 				name += w
 			}
 		}
-		c.score *= 1 + alpha*any/total + beta*name/total
+		c.score *= 1 + (alpha*any+beta*name)/total
 	}
 	if groups {
 		clear(s.group)
@@ -174,8 +174,18 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 		return 1
 	})
 	hits := make([]Hit, len(h.c))
+	n := 0
+	for _, c := range h.c {
+		n += mathbits.OnesCount64(c.matched)
+	}
+	words := make([]string, 0, n) // one array for every hit's Matched
 	for i, c := range h.c {
-		hits[i] = Hit{Doc: int(c.doc), Name: ix.names[c.doc], Score: c.score, Matched: s.matched(c.matched)}
+		start := len(words)
+		words = s.appendMatched(words, c.matched)
+		hits[i] = Hit{Doc: int(c.doc), Name: ix.names[c.doc], Score: c.score, Matched: words[start:len(words):len(words)]}
+		if len(words) == start {
+			hits[i].Matched = nil
+		}
 	}
 	s.heap = h.c[:0]
 	return hits
@@ -197,27 +207,30 @@ func newScratch(n, groups int) *scratch {
 	return &scratch{doc: make([]docState, n), group: make([]float64, groups)}
 }
 
-// matched returns the query words of the origins in bits, in query
-// order, each once: an origin is a distinct query term, and the terms of
-// one word ("PR": pull, request) share it.
-func (s *scratch) matched(bits uint64) []string {
-	if bits == 0 {
-		return nil
-	}
-	var out []string
+// appendMatched appends to dst the query words of the origins in bits,
+// in query order, each once: an origin is a distinct query term, and the
+// terms of one word ("PR": pull, request) share it.
+func (s *scratch) appendMatched(dst []string, bits uint64) []string {
+	start := len(dst)
 	for o, t := range s.terms {
-		if t.added || o >= maxOrigins || bits&(1<<t.origin) == 0 {
+		if bits == 0 || t.added || o >= maxOrigins {
+			break
+		}
+		if bits&(1<<t.origin) == 0 {
 			continue
+		}
+		if o == maxOrigins-1 { // the last origin is shared: only its first word
+			bits &^= 1 << t.origin
 		}
 		w := t.term
 		if i := slices.Index(s.tokens, t.term); i >= 0 {
 			w = s.words[i]
 		}
-		if !slices.Contains(out, w) {
-			out = append(out, w)
+		if !slices.Contains(dst[start:], w) {
+			dst = append(dst, w)
 		}
 	}
-	return out
+	return dst
 }
 
 // docState is one document's accumulated score, and the set of query
