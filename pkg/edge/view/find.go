@@ -153,13 +153,24 @@ func (r *FindResult) encode() ([]byte, error) {
 
 // appendCompact appends the JSON text src as json.Marshal writes a
 // Marshaler's output: compact and HTML-escaped. Text with nothing to
-// change (no white space or control bytes, no <, > or &, no U+2028 or
-// U+2029), which a catalog's canonical definitions are, is copied as is.
+// change (no white space outside strings, no control bytes, no <, > or &,
+// no U+2028 or U+2029), which a catalog's canonical definitions mostly
+// are, is copied as is.
 func appendCompact(dst, src []byte) ([]byte, error) {
-	clean := true
-	for _, c := range src {
-		if c <= ' ' || c == '<' || c == '>' || c == '&' || c == 0xE2 {
+	clean, inString, backslash := true, false, false
+	for i, c := range src {
+		switch {
+		case backslash:
+			backslash = false
+		case c == '\\':
+			backslash = inString
+		case c == '"':
+			inString = !inString
+		case c < ' ' || c == ' ' && !inString || c == '<' || c == '>' || c == '&' ||
+			c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8:
 			clean = false
+		}
+		if !clean {
 			break
 		}
 	}
