@@ -1,8 +1,8 @@
 package search
 
 import (
+	"reflect"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,7 +69,7 @@ func TestConcurrentSearchAndSwap(t *testing.T) {
 				qi := (s*7 + i) % len(queries)
 				ix := current.Load()
 				got := ix.Search(queries[qi].Query, 5)
-				if exp := want[ix.Len()][qi]; !slices.Equal(got, exp) {
+				if exp := want[ix.Len()][qi]; !reflect.DeepEqual(got, exp) {
 					errs <- queries[qi].Query
 					return
 				}

@@ -23,30 +23,48 @@ type Doc struct {
 // catalog, build a new Index and swap it in (for example through an
 // atomic.Pointer[Index]); searches already running on the old one finish on
 // it undisturbed.
+//
+// Field weights, k1 and b are fixed when the index is built, so each
+// posting holds its term's finished BM25F weight in its document: a
+// search only multiplies by the query term's weight and idf and adds.
 type Index struct {
-	names  []string
-	length [numFields][]uint16 // per field, per doc: number of terms (saturating)
-	avgLen [numFields]float64  // per field: mean of length over all docs
-	opts   resolved
+	names []string
+	opts  resolved
 
-	groups   groupIndex
-	terms    map[string]termEntry
-	postings []posting // all postings, grouped by term, then by field, then ascending doc
+	terms     map[string]termEntry
+	postings  []posting      // all postings, grouped by term, then ascending doc
+	gpostings []groupPosting // all group postings, grouped by term
 
-	scratch sync.Pool // of *scratch sized for len(names)
+	groupOf []int32 // per doc: its group, -1 for none
+	groups  int     // number of groups with a group index, else 0
+
+	scratch sync.Pool // of *scratch sized for len(names) and groups
 }
 
-// termEntry locates a term's postings: those of field f are
-// postings[start[f]:start[f+1]].
-type termEntry struct {
-	df    uint32 // documents containing the term in any indexed field
-	start [numFields + 1]uint32
-}
+// termEntry locates a term's postings, postings[lo:hi], and its group
+// postings, gpostings[glo:ghi]. A term's df is hi-lo: the number of
+// documents holding it in an indexed field.
+type termEntry struct{ lo, hi, glo, ghi uint32 }
 
-// posting is one (document, term frequency) pair of a term in one field.
+// posting is one document holding a term: its position (with inName set
+// when the term is in its name or title) and the term's saturated weight
+// there, sat = x·(k1+1)/(k1+x) where x = Σ_fields w_f·tf_f / norm_f.
 type posting struct {
 	doc uint32
-	tf  uint16 // saturates at math.MaxUint16
+	sat float32
+}
+
+// inName marks, in posting.doc, a term found in the tool's name or title.
+const inName = 1 << 31
+
+// maxDocs is the most documents Build indexes; later ones are left out.
+const maxDocs = inName - 1
+
+// groupPosting is one group holding a term, and the term's saturated BM25
+// weight in the group's document.
+type groupPosting struct {
+	group uint32
+	sat   float32
 }
 
 // Build indexes docs; Hit.Doc values returned by the index are positions in
@@ -54,103 +72,26 @@ type posting struct {
 // defaults. An InputSchema that is not a JSON object contributes no parameter
 // terms; the rest of that document is indexed as usual.
 func Build(docs []Doc, opts *Options) *Index {
-	ix := &Index{
-		names: make([]string, len(docs)),
-		opts:  resolve(opts),
+	if len(docs) > maxDocs {
+		docs = docs[:maxDocs]
 	}
-	for f := range numFields {
-		ix.length[f] = make([]uint16, len(docs))
-	}
-
-	// Per term, per field, the postings in ascending doc order (docs are
-	// visited in order). Nothing per document survives the loop.
-	byTerm := make(map[string]*building)
-	var tokens [numFields][]string
-	counts := make(map[string]uint16)
-	var totalLen [numFields]float64
-	ix.groups.of = make([]int32, len(docs))
-	gb := groupBuilder{ids: map[string]int32{}}
-
+	ix := &Index{names: make([]string, len(docs)), opts: resolve(opts), groupOf: make([]int32, len(docs))}
+	b := newBuilder(&ix.opts, len(docs))
 	for d, doc := range docs {
 		ix.names[d] = doc.Name
-		for f := range numFields {
-			tokens[f] = tokens[f][:0]
-		}
-		tokens[fieldName] = appendTokens(tokens[fieldName], doc.Name)
-		tokens[fieldTitle] = appendTokens(tokens[fieldTitle], doc.Title)
-		tokens[fieldDescription] = appendTokens(tokens[fieldDescription], doc.Description)
-		tokens[fieldParamName], tokens[fieldParamDescription] = schemaTerms(doc.InputSchema,
-			ix.opts.maxDepth, tokens[fieldParamName], tokens[fieldParamDescription])
-		if ix.opts.groupWeight > 0 {
-			gb.add(&ix.groups, d, doc, tokens[fieldName], tokens[fieldTitle], tokens[fieldDescription])
-		}
-
-		for f := range numFields {
-			if ix.opts.weight[f] == 0 {
-				continue
-			}
-			ix.length[f][d] = saturate16(len(tokens[f]))
-			totalLen[f] += float64(ix.length[f][d])
-			clear(counts)
-			for _, t := range tokens[f] {
-				if c := counts[t]; c < math.MaxUint16 {
-					counts[t] = c + 1
-				}
-			}
-			for t, tf := range counts {
-				b := byTerm[t]
-				if b == nil {
-					b = &building{}
-					byTerm[t] = b
-				}
-				if b.lastDoc != d+1 {
-					b.lastDoc = d + 1
-					b.df++
-				}
-				b.fields[f] = append(b.fields[f], posting{doc: uint32(d), tf: tf})
-			}
-		}
+		ix.groupOf[d] = b.addDoc(d, doc)
 	}
-	gb.finish(&ix.groups)
-	if n := float64(len(docs)); n > 0 {
-		for f := range numFields {
-			ix.avgLen[f] = totalLen[f] / n
-		}
-	}
-
-	// Flatten into one postings slice so the index holds a handful of
-	// large allocations instead of one per term and field.
-	total := 0
-	for _, b := range byTerm {
-		for f := range numFields {
-			total += len(b.fields[f])
-		}
-	}
-	ix.postings = make([]posting, 0, total)
-	ix.terms = make(map[string]termEntry, len(byTerm))
-	for t, b := range byTerm {
-		e := termEntry{df: b.df}
-		for f := range numFields {
-			e.start[f] = uint32(len(ix.postings))
-			ix.postings = append(ix.postings, b.fields[f]...)
-		}
-		e.start[numFields] = uint32(len(ix.postings))
-		ix.terms[t] = e
-	}
-	n, g := len(docs), len(ix.groups.length)
+	b.finish(ix)
+	n, g := len(docs), ix.groups
 	ix.scratch.New = func() any { return newScratch(n, g) }
 	return ix
 }
 
-// building is the state of one term while Build runs.
-type building struct {
-	df      uint32
-	lastDoc int // 1 + the last doc counted in df, 0 for none
-	fields  [numFields][]posting
-}
-
 // Len returns the number of documents in the index.
 func (ix *Index) Len() int { return len(ix.names) }
+
+// saturation is BM25's term-frequency saturation of a weighted frequency.
+func saturation(x, k1 float64) float32 { return float32(x * (k1 + 1) / (k1 + x)) }
 
 func saturate16(n int) uint16 {
 	if n > math.MaxUint16 {

@@ -96,3 +96,17 @@ func isWordByte(c byte) bool {
 	return c >= 0x80 || c == '\'' || c == '_' || c == '-' ||
 		('0' <= c && c <= '9') || ('a' <= c|0x20 && c|0x20 <= 'z')
 }
+
+// appendQueryTokens appends the terms of query to terms, exactly as
+// [Tokenize] gives them, and to words, for each term, the word of query it
+// came from.
+func appendQueryTokens(terms, words []string, query string) ([]string, []string) {
+	forEachWord(query, func(word string) {
+		n := len(terms)
+		terms = appendWordParts(terms, word)
+		for range len(terms) - n {
+			words = append(words, word)
+		}
+	})
+	return terms, words
+}

@@ -1,7 +1,7 @@
 package search
 
 import (
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -28,7 +28,7 @@ func TestStripWrapper(t *testing.T) {
 	docs := catalogDocs(t)
 	ix := Build(docs, nil)
 	plain, wrapped := ix.Search("send a message to the team channel", 5), ix.Search("I need a tool to send a message to the team channel", 5)
-	if !slices.Equal(plain, wrapped) {
+	if !reflect.DeepEqual(plain, wrapped) {
 		t.Errorf("wrapped query ranks %v, plain %v", wrapped, plain)
 	}
 }

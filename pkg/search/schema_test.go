@@ -15,11 +15,11 @@ func TestSchemaTerms(t *testing.T) {
 		wantDescs []string
 	}{
 		{
-			name:      "flat properties, sorted by name",
+			name:      "flat properties, in document order",
 			schema:    `{"type":"object","properties":{"repo":{"type":"string","description":"Repository name"},"owner":{"type":"string","title":"Owner login"}}}`,
 			depth:     5,
-			wantNames: []string{"owner", "repository"},
-			wantDescs: []string{"owner", "login", "repository", "nam"},
+			wantNames: []string{"repository", "owner"},
+			wantDescs: []string{"repository", "nam", "owner", "login"},
 		},
 		{
 			name:      "camelCase names and enum values",
@@ -46,7 +46,7 @@ func TestSchemaTerms(t *testing.T) {
 			name:      "anyOf branches and additionalProperties",
 			schema:    `{"anyOf":[{"properties":{"email":{}}},{"properties":{"phone":{}}}],"additionalProperties":{"properties":{"extra":{}}}}`,
 			depth:     5,
-			wantNames: []string{"extra", "email", "phon"},
+			wantNames: []string{"email", "phon", "extra"},
 		},
 		{name: "not an object", schema: `[1,2]`, depth: 5},
 		{name: "invalid JSON", schema: `{"properties":`, depth: 5},

@@ -17,6 +17,11 @@ type Hit struct {
 	Doc   int     // position of the tool in the docs passed to Build
 	Name  string  // the tool's Name
 	Score float64 // BM25F score; higher is better, always > 0
+	// Matched are the words of the query the tool matched, in query
+	// order, each as the query spelled it: directly, or through a related
+	// word that expansion added for it. Words that only frame the request
+	// ("I need a tool to") and stop words are not query words.
+	Matched []string
 }
 
 // Search returns the best-matching tools for a free-text query, best first,
@@ -56,83 +61,70 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 	s := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(s)
 
-	s.tokens = appendTokens(s.tokens[:0], stripWrapper(query))
+	s.tokens, s.words = appendQueryTokens(s.tokens[:0], s.words[:0], stripWrapper(query))
 	s.terms = ix.opts.expandQuery(s.terms[:0], s.tokens, isQuestion(query))
-	n := float64(len(ix.names))
-	k1, b := ix.opts.k1, ix.opts.b
+	n, ng := float64(len(ix.names)), float64(ix.groups)
+	groups := ix.opts.groupWeight > 0 && ix.groups > 0
 	var originWeight [maxOrigins]float64 // per origin: its best term's q·idf
 	for _, qt := range s.terms {
 		e, ok := ix.terms[qt.term]
 		if !ok {
 			continue
 		}
-		df := float64(e.df)
+		if groups && e.ghi > e.glo {
+			df := float64(e.ghi - e.glo)
+			idf := qt.weight * math.Log(1+(ng-df+0.5)/(df+0.5))
+			for _, p := range ix.gpostings[e.glo:e.ghi] {
+				s.group[p.group] += idf * float64(p.sat)
+			}
+		}
+		if e.hi == e.lo {
+			continue
+		}
+		df := float64(e.hi - e.lo)
 		idf := qt.weight * math.Log(1+(n-df+0.5)/(df+0.5))
 		var bit uint64
 		if qt.origin != noOrigin {
 			bit = 1 << qt.origin
 			originWeight[qt.origin] = max(originWeight[qt.origin], idf)
 		}
-		exact := !qt.added
-		for f := range numFields {
-			w := ix.opts.weight[f]
-			if w == 0 {
-				continue
-			}
-			lengths, avg := ix.length[f], ix.avgLen[f]
-			inName := f == fieldName || f == fieldTitle
-			for _, p := range ix.postings[e.start[f]:e.start[f+1]] {
-				norm := 1 - b + b*float64(lengths[p.doc])/avg
-				if s.tf[p.doc] == 0 {
-					s.termDocs = append(s.termDocs, p.doc)
-				}
-				s.tf[p.doc] += w * float64(p.tf) / norm
-				c := &s.cover[p.doc]
-				c.any |= bit
-				if exact {
-					c.exact |= bit
-				}
-				if inName {
-					c.name |= bit
-				}
-			}
+		var exact uint64
+		if !qt.added {
+			exact = bit
 		}
-		for _, d := range s.termDocs {
-			x := s.tf[d]
-			s.tf[d] = 0
-			if s.score[d] == 0 {
+		for _, p := range ix.postings[e.lo:e.hi] {
+			d := p.doc &^ inName
+			c := &s.doc[d]
+			if c.score == 0 {
 				s.docs = append(s.docs, d)
 			}
-			s.score[d] += idf * x * (k1 + 1) / (k1 + x)
+			c.score += idf * float64(p.sat)
+			c.any |= bit
+			c.exact |= exact
+			if p.doc&inName != 0 {
+				c.name |= bit
+			}
 		}
-		s.termDocs = s.termDocs[:0]
 	}
-	ix.rescore(s, &originWeight)
+	ix.rescore(s, &originWeight, groups)
 	return ix.topHits(s, limit, keep)
 }
 
 // rescore is the second pass: each scored document's BM25F score is
 // scaled by how much of the query it covers (Options.CoverageWeight and
-// NameCoverageWeight), and its coverage reset.
-func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64) {
+// NameCoverageWeight), and its group's score added (Options.GroupWeight).
+func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups bool) {
 	total := 0.0
 	for _, w := range originWeight {
 		total += w
 	}
 	alpha, beta := ix.opts.coverage, ix.opts.nameCoverage
 	gamma := ix.opts.groupWeight
-	if ix.groups.terms == nil {
-		gamma = 0
-	}
-	if gamma > 0 {
-		ix.groups.score(s.group, s.terms, ix.opts.k1, ix.opts.b)
-	}
 	for _, d := range s.docs {
-		if g := ix.groups.of[d]; gamma > 0 && g >= 0 {
-			s.score[d] += gamma * s.group[g]
+		c := &s.doc[d]
+		if g := ix.groupOf[d]; groups && g >= 0 {
+			c.score += gamma * s.group[g]
 		}
-		c := s.cover[d]
-		s.cover[d] = coverage{}
 		if total == 0 || (alpha == 0 && beta == 0) {
 			continue
 		}
@@ -148,9 +140,11 @@ func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64) {
 				name += w
 			}
 		}
-		s.score[d] *= 1 + alpha*any/total + beta*name/total
+		c.score *= 1 + (alpha*any+beta*name)/total
 	}
-	clear(s.group)
+	if groups {
+		clear(s.group)
+	}
 }
 
 // topHits selects the limit best of the scored documents in s, resets the
@@ -161,8 +155,8 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 	}
 	h := candidateHeap{names: ix.names, c: s.heap[:0]}
 	for _, d := range s.docs {
-		c := candidate{doc: d, score: s.score[d]}
-		s.score[d] = 0
+		c := candidate{doc: d, score: s.doc[d].score, matched: s.doc[d].any}
+		s.doc[d] = docState{}
 		switch {
 		case keep != nil && !keep(int(d)):
 		case len(h.c) < limit:
@@ -180,8 +174,18 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 		return 1
 	})
 	hits := make([]Hit, len(h.c))
+	n := 0
+	for _, c := range h.c {
+		n += mathbits.OnesCount64(c.matched)
+	}
+	words := make([]string, 0, n) // one array for every hit's Matched
 	for i, c := range h.c {
-		hits[i] = Hit{Doc: int(c.doc), Name: ix.names[c.doc], Score: c.score}
+		start := len(words)
+		words = s.appendMatched(words, c.matched)
+		hits[i] = Hit{Doc: int(c.doc), Name: ix.names[c.doc], Score: c.score, Matched: words[start:len(words):len(words)]}
+		if len(words) == start {
+			hits[i].Matched = nil
+		}
 	}
 	s.heap = h.c[:0]
 	return hits
@@ -190,29 +194,58 @@ func (ix *Index) topHits(s *scratch, limit int, keep func(doc int) bool) []Hit {
 // scratch is the per-search working memory, pooled per Index so a search
 // allocates little more than its result.
 type scratch struct {
-	tf       []float64  // per doc: weighted tf of the current term, else 0
-	score    []float64  // per doc: accumulated score, else 0
-	cover    []coverage // per doc: the query's words it matched
-	group    []float64  // per group: its score
-	termDocs []uint32   // docs with tf != 0
-	docs     []uint32   // docs with score != 0
-	tokens   []string
-	terms    []queryTerm
-	heap     []candidate
+	doc    []docState // per doc: its score and coverage, zero when unmatched
+	group  []float64  // per group: its score
+	docs   []uint32   // docs with score != 0
+	tokens []string   // the query's terms
+	words  []string   // words[i]: the query word tokens[i] came from
+	terms  []queryTerm
+	heap   []candidate
 }
 
 func newScratch(n, groups int) *scratch {
-	return &scratch{tf: make([]float64, n), score: make([]float64, n), cover: make([]coverage, n), group: make([]float64, groups)}
+	return &scratch{doc: make([]docState, n), group: make([]float64, groups)}
 }
 
-// coverage is the set of query words (origins, as bits) one document
-// matched: through any term, through the word itself, in its name or
-// title.
-type coverage struct{ any, exact, name uint64 }
+// appendMatched appends to dst the query words of the origins in bits,
+// in query order, each once: an origin is a distinct query term, and the
+// terms of one word ("PR": pull, request) share it.
+func (s *scratch) appendMatched(dst []string, bits uint64) []string {
+	start := len(dst)
+	for o, t := range s.terms {
+		if bits == 0 || t.added || o >= maxOrigins {
+			break
+		}
+		if bits&(1<<t.origin) == 0 {
+			continue
+		}
+		if o == maxOrigins-1 { // the last origin is shared: only its first word
+			bits &^= 1 << t.origin
+		}
+		w := t.term
+		if i := slices.Index(s.tokens, t.term); i >= 0 {
+			w = s.words[i]
+		}
+		if !slices.Contains(dst[start:], w) {
+			dst = append(dst, w)
+		}
+	}
+	return dst
+}
+
+// docState is one document's accumulated score, and the set of query
+// words (origins, as bits) it matched: through any term, through the word
+// itself, in its name or title. Kept together, a posting touches one
+// cache line.
+type docState struct {
+	score            float64
+	any, exact, name uint64
+}
 
 type candidate struct {
-	doc   uint32
-	score float64
+	doc     uint32
+	score   float64
+	matched uint64 // docState.any
 }
 
 // candidateHeap is a min-heap on quality: the root is the worst kept hit.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -95,7 +96,8 @@ func TestSearchScore(t *testing.T) {
 		t.Fatalf("hits = %+v, want deploy and status", hits)
 	}
 	for _, h := range hits {
-		if math.Abs(h.Score-want[h.Name]) > 1e-9 {
+		// Postings hold the saturated weight as a float32.
+		if math.Abs(h.Score-want[h.Name]) > 1e-6*want[h.Name] {
 			t.Errorf("score(%s) = %.12f, want %.12f", h.Name, h.Score, want[h.Name])
 		}
 	}
@@ -191,7 +193,7 @@ func TestSearchDeterministic(t *testing.T) {
 	docs := catalogDocs(t)
 	a, b := Build(docs, nil), Build(docs, nil)
 	for _, q := range catalogQueries(t) {
-		if ha, hb := a.Search(q.Query, 20), b.Search(q.Query, 20); !slices.Equal(ha, hb) {
+		if ha, hb := a.Search(q.Query, 20), b.Search(q.Query, 20); !reflect.DeepEqual(ha, hb) {
 			t.Errorf("query %q: %v vs %v", q.Query, ha, hb)
 		}
 	}
@@ -221,5 +223,29 @@ func checkHits(t *testing.T, q string, hits []Hit, docs []Doc) {
 				t.Fatalf("query %q: hits out of order at %d: %+v then %+v", q, i, p, h)
 			}
 		}
+	}
+}
+
+// Each hit names the query words it matched, as the query spelled them,
+// in query order: directly or through a word expansion added for them;
+// framing and stop words are not query words.
+func TestHitMatched(t *testing.T) {
+	docs := []Doc{
+		{Name: "github_create_pull_request", Description: "Open a pull request from a branch."},
+		{Name: "github_list_issues", Description: "List the issues of a repository."},
+		{Name: "files_search", Description: "Search files by name."},
+	}
+	ix := Build(docs, nil)
+	got := map[string][]string{}
+	for _, h := range ix.Search("I need a tool to open a PR or find issues in my Repo", 5) {
+		got[h.Name] = h.Matched
+	}
+	want := map[string][]string{
+		"github_create_pull_request": {"open", "PR"},
+		"github_list_issues":         {"issues", "Repo"},
+		"files_search":               {"find"}, // through its synonym "search"
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("matched = %q, want %q", got, want)
 	}
 }

@@ -30,24 +30,45 @@ func Tokenize(s string) []string {
 
 // appendTokens appends the terms of s to dst and returns the extended slice.
 func appendTokens(dst []string, s string) []string {
-	start := -1 // byte offset of the current alphanumeric run, or -1
-	for i, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || (start >= 0 && isApostrophe(r)) {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		if start >= 0 {
-			dst = appendWordParts(dst, s[start:i])
-			start = -1
-		}
-	}
-	if start >= 0 {
-		dst = appendWordParts(dst, s[start:])
-	}
+	forEachWord(s, func(word string) { dst = appendWordParts(dst, word) })
 	return dst
 }
+
+// forEachWord calls fn with each word of s in order: each maximal run of
+// letters and digits, with the apostrophes inside it.
+func forEachWord(s string, fn func(word string)) {
+	start := -1 // byte offset of the current run, or -1
+	for i := 0; i < len(s); {
+		c, size := s[i], 1
+		var in bool
+		if c < utf8.RuneSelf {
+			in = asciiWord[c] || (start >= 0 && c == '\'')
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			in = unicode.IsLetter(r) || unicode.IsDigit(r) || (start >= 0 && isApostrophe(r))
+		}
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			fn(s[start:i])
+			start = -1
+		}
+		i += size
+	}
+	if start >= 0 {
+		fn(s[start:])
+	}
+}
+
+// asciiWord marks the ASCII letters and digits.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
+	}
+	return t
+}()
 
 type runeClass uint8
 

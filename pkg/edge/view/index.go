@@ -3,7 +3,6 @@ package view
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -57,8 +56,12 @@ func NewIndex(sv *Served, pinned []string, prev *Index) *Index {
 	docs := make([]search.Doc, len(sv.ToolList))
 	j := 0 // merge walk over prev.tools: both lists are sorted by name
 	for i, t := range sv.ToolList {
-		ti.defs[i] = sv.ToolDef(t)
-		docs[i] = search.Doc{Name: t.Name, Title: ToolTitle(t), Description: t.Description, InputSchema: RawSchema(t.InputSchema)}
+		// The group is the backend serving the tool: exposed names carry
+		// no backend prefix under priority or manual naming.
+		te, _ := sv.Catalog.Tool(t.Name)
+		ti.defs[i] = te.Def
+		docs[i] = search.Doc{Name: t.Name, Title: ToolTitle(t), Description: t.Description,
+			InputSchema: RawSchema(t.InputSchema), Group: te.Backend}
 		if prev != nil {
 			for j < len(prev.Tools) && prev.Tools[j].Name < t.Name {
 				j++
@@ -68,7 +71,7 @@ func NewIndex(sv *Served, pinned []string, prev *Index) *Index {
 			}
 		}
 		if ti.tokens[i] == 0 {
-			if def := sv.ToolDef(t); def != nil {
+			if def := ti.defs[i]; def != nil {
 				ti.tokens[i] = tokenCount(len(def))
 			} else if b, err := json.Marshal(t); err == nil {
 				ti.tokens[i] = tokenCount(len(b))
@@ -152,7 +155,8 @@ var (
 			`"required":["query"]}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"title":{"type":"string"},` +
-			`"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"}},"required":["name","inputSchema","score"]}},` +
+			`"description":{"type":"string"},"inputSchema":{"type":"object"},"score":{"type":"number"},` +
+			`"matched":{"type":"array","items":{"type":"string"}}},"required":["name","inputSchema","score"]}},` +
 			`"catalog_tools":{"type":"integer"},"catalog_tokens":{"type":"integer"},"returned_tokens":{"type":"integer"}},` +
 			`"required":["tools","catalog_tools","catalog_tokens","returned_tokens"]}`),
 		Annotations: &mcp.ToolAnnotations{Title: "Find a tool", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
@@ -169,98 +173,3 @@ var (
 		Annotations: &mcp.ToolAnnotations{Title: "Call a tool"},
 	}
 )
-
-// FoundTool is one tool of a find_tool result: the tool's definition as
-// the view holds it (as tools/list would serve it, at the caller's
-// revision) with its score added. The fields are what a reader of a
-// result decodes; a result is encoded from the definition.
-type FoundTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Score       float64         `json:"score"`
-	def         json.RawMessage
-}
-
-func (f FoundTool) MarshalJSON() ([]byte, error) {
-	type plain FoundTool
-	if len(f.def) < 2 || f.def[len(f.def)-1] != '}' {
-		return json.Marshal(plain(f))
-	}
-	score, err := json.Marshal(f.Score)
-	if err != nil {
-		return nil, err
-	}
-	body := bytes.TrimRight(f.def[:len(f.def)-1], " \t\r\n")
-	out := make([]byte, 0, len(body)+len(score)+10)
-	out = append(out, body...) // a copy: the definition is shared
-	if !bytes.HasSuffix(out, []byte("{")) {
-		out = append(out, ',')
-	}
-	out = append(append(append(out, `"score":`...), score...), '}')
-	return out, nil
-}
-
-// FindResult is find_tool's structuredContent (and text content).
-type FindResult struct {
-	Tools []FoundTool `json:"tools"`
-	// CatalogTools is the number of tools the index holds; CatalogTokens
-	// their size as tools/list would serve them, ReturnedTokens that of
-	// the returned ones, both estimated by tokenCount.
-	CatalogTools   int `json:"catalog_tools"`
-	CatalogTokens  int `json:"catalog_tokens"`
-	ReturnedTokens int `json:"returned_tokens"`
-}
-
-// Find searches the index and returns the marshalled find_tool result,
-// its tools' definitions as the view holds them. Scores are rounded to 4
-// decimals.
-func (ti *Index) Find(query string, limit int) ([]byte, error) { return ti.FindAt(query, limit, "") }
-
-// FindAt is Find for a caller of protocol revision rev: each definition
-// as rev defines it (Project).
-func (ti *Index) FindAt(query string, limit int, rev string) ([]byte, error) {
-	if ti.visible != nil {
-		return ti.findVisible(query, limit, rev)
-	}
-	hits := ti.ix.Search(query, limit)
-	res := FindResult{Tools: make([]FoundTool, 0, len(hits)), CatalogTools: len(ti.Tools), CatalogTokens: ti.catalogTokens}
-	for _, h := range hits {
-		res.add(ti, h.Doc, h.Score, rev)
-	}
-	return json.Marshal(res)
-}
-
-// findVisible is Find over the visible tools only: the best limit of them,
-// with the catalog figures of the visible tools.
-func (ti *Index) findVisible(query string, limit int, rev string) ([]byte, error) {
-	res := FindResult{Tools: []FoundTool{}}
-	for i, t := range ti.Tools {
-		if ti.visible(t.Name) {
-			res.CatalogTools++
-			res.CatalogTokens += ti.tokens[i]
-		}
-	}
-	for _, h := range ti.ix.SearchFunc(query, limit, func(doc int) bool { return ti.visible(ti.Tools[doc].Name) }) {
-		res.add(ti, h.Doc, h.Score, rev)
-	}
-	return json.Marshal(res)
-}
-
-// add appends tool doc of ti, at revision rev, with its score rounded to
-// 4 decimals.
-func (r *FindResult) add(ti *Index, doc int, score float64, rev string) {
-	t := ti.Tools[doc]
-	schema := RawSchema(t.InputSchema)
-	if len(schema) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
-	var def json.RawMessage
-	if ti.defs != nil && ti.defs[doc] != nil {
-		def = Project(ti.defs[doc], KindTool, rev)
-	}
-	r.Tools = append(r.Tools, FoundTool{Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: schema, Score: math.Round(score*1e4) / 1e4, def: def})
-	r.ReturnedTokens += ti.tokens[doc]
-}
