@@ -21,11 +21,12 @@ import (
 // follow is the resync loop. It is level-based: a Reader signal only says
 // that the state moved on; the loop reads the state it finds then, so any
 // number of events between two passes make one batch. Batches are paced by
-// a health.Burst (paceBatches). The start-up batch, before the edge is
-// ready, opens no window. A batch that withdraws a backend the served view
-// advertises goes out at once, even inside a window, and even while a
-// batch is held for a window's end: no session is kept calling a backend
-// known to be down.
+// a health.Burst: the first change after a quiet period, or after a
+// burst's trailing batch, goes out at once and opens a Coalesce window;
+// changes inside the window wait for its end and go out together. The
+// start-up batch, before the edge is ready, opens no window. A batch that
+// withdraws a backend the served view advertises goes out at once, even
+// inside a window: no session is kept calling a backend known to be down.
 func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 	caught := make(chan struct{})
 	go func() {
@@ -33,57 +34,36 @@ func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
 			close(caught)
 		}
 	}()
-	urgent := func() bool { return e.withdraws(e.reader.State()) }
-	paceBatches(ctx, watch, caught, health.NewBurst(e.opts.Coalesce), urgent, func() bool {
-		caughtUp := e.reader.CaughtUp()
-		wasReady := e.ready.Load()
-		changed := e.resync(e.reader.State()) && wasReady
-		if caughtUp && !e.ready.Load() {
-			e.ready.Store(true)
-			e.log.Info().Uint64("generation", e.confirmed.Load()).Msg("caught up with the event log; ready")
-		}
-		return changed
-	})
-}
-
-// paceBatches runs apply for the signals on watch, and once when first
-// closes, until ctx ends: the first change after a quiet period, or after
-// a burst's trailing batch, goes out at once and opens a window; changes
-// inside the window wait for its end and go out together. A change for
-// which urgent holds goes out at once, even while a batch waits for the
-// window's end (it is that batch). apply reads the state it finds and
-// reports whether the batch changed what sessions are served (only such a
-// batch opens a window).
-func paceBatches(ctx context.Context, watch, first <-chan struct{}, pace *health.Burst, urgent func() bool, apply func() bool) {
+	pace := health.NewBurst(e.opts.Coalesce)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-watch:
-		case <-first:
-			first = nil
+		case <-caught:
+			caught = nil
 		}
-		due := pace.Due(time.Now(), urgent())
-		for wait := time.Until(due); wait > 0; wait = time.Until(due) {
+		if wait := time.Until(pace.Due(time.Now(), e.withdraws(e.reader.State()))); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
-			case <-watch:
-				t.Stop()
-				if urgent() {
-					due = pace.Due(time.Now(), true)
-				}
 			}
 		}
-		// The state apply reads covers any signal raised so far.
+		// The state read below covers any signal raised so far.
 		select {
 		case <-watch:
 		default:
 		}
-		pace.Applied(time.Now(), apply())
+		caughtUp := e.reader.CaughtUp()
+		wasReady := e.ready.Load()
+		pace.Applied(time.Now(), e.resync(e.reader.State()) && wasReady)
+		if caughtUp && !e.ready.Load() {
+			e.ready.Store(true)
+			e.log.Info().Uint64("generation", e.confirmed.Load()).Msg("caught up with the event log; ready")
+		}
 	}
 }
 

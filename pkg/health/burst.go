@@ -13,13 +13,9 @@ import "time"
 // changes are signalled.
 //
 // A batch the driver marks urgent (an edge: one that withdraws a backend
-// the served view advertises) is applied at once even inside a window; it
-// neither opens nor closes a window, so the first change after it, when
-// no window is open, is still a leading edge (a backend restarted right
-// after its withdrawal is served at once), and every span of length W
-// holds at most two batches plus the urgent ones. A driver that holds a
-// batch for a window's end asks Due again, urgent, when an urgent change
-// comes meanwhile: the urgent batch includes the held one.
+// the served view advertises) is applied at once even inside a window and
+// opens a window of its own, so every span of length W holds at most two
+// batches plus the urgent ones.
 //
 // It is pure: the driver passes the time in. A window of zero or less
 // applies every change at once. A Burst is not safe for concurrent use.
@@ -28,7 +24,6 @@ type Burst struct {
 	open   bool      // a leading batch opened a window ending at end
 	end    time.Time // end of the open window
 	held   bool      // the batch being prepared waits for the window's end
-	urgent bool      // the batch being prepared is urgent
 }
 
 // NewBurst returns a Burst with the given window and no window open.
@@ -38,11 +33,7 @@ func NewBurst(window time.Duration) *Burst { return &Burst{window: max(window, 0
 // applied: now outside a window or for an urgent batch, else the window's
 // end (the batch is then the window's trailing one).
 func (b *Burst) Due(now time.Time, urgent bool) time.Time {
-	if urgent {
-		b.urgent, b.held = true, false
-		return now
-	}
-	if b.open && now.Before(b.end) {
+	if b.open && now.Before(b.end) && !urgent {
 		b.held = true
 		return b.end
 	}
@@ -53,14 +44,9 @@ func (b *Burst) Due(now time.Time, urgent bool) time.Time {
 // Applied records that a batch was applied at now and whether it changed
 // anything. A trailing batch (one Due held) closes the window whatever it
 // changed; a leading batch that changed something opens one [now, now+W).
-// An urgent batch leaves the window as it is. A batch that should not
-// open a window (a start-up load nobody is told of) is recorded with
-// changed false.
+// A batch that should not open a window (a start-up load nobody is told
+// of) is recorded with changed false.
 func (b *Burst) Applied(now time.Time, changed bool) {
-	if b.urgent {
-		b.urgent = false
-		return
-	}
 	if b.held {
 		b.open, b.held = false, false
 		return

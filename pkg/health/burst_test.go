@@ -26,10 +26,8 @@ func TestBurst(t *testing.T) {
 		{"an unchanged trailing batch still closes the window", w, []step{{0, 0, true, false}, {10, 250, false, false}, {255, 255, true, false}}},
 		{"a signal after the window ended is a leading edge", w, []step{{0, 0, true, false}, {300, 300, true, false}, {310, 550, true, false}}},
 		{"zero window: always at once", 0, []step{{0, 0, true, false}, {1, 1, true, false}, {2, 2, true, false}}},
-		{"an urgent batch inside a window: at once, and the window stays", w, []step{
-			{0, 0, true, false}, {10, 10, true, true}, {20, 250, true, false}, {270, 270, true, false}}},
-		{"an urgent batch after a quiet period opens no window", w, []step{
-			{0, 0, true, true}, {10, 10, true, false}, {20, 260, true, false}}},
+		{"an urgent batch inside a window: at once, and it opens a window", w, []step{
+			{0, 0, true, false}, {10, 10, true, true}, {20, 260, true, false}, {270, 270, true, false}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,30 +40,6 @@ func TestBurst(t *testing.T) {
 				b.Applied(due, s.changed)
 			}
 		})
-	}
-}
-
-// A driver holding a batch for the window's end asks again, urgent, when
-// an urgent change comes: the urgent batch goes at once and includes the
-// held one; the window stays, so a change after it waits for its end.
-func TestBurstUrgentReplacesHeld(t *testing.T) {
-	const w = 250 * time.Millisecond
-	ms := func(n int) time.Time { return scenarioEpoch.Add(time.Duration(n) * time.Millisecond) }
-	b := NewBurst(w)
-	b.Applied(b.Due(ms(0), false), true) // leading: window [0, 250)
-	if due := b.Due(ms(10), false); !due.Equal(ms(250)) {
-		t.Fatalf("held: due %v", due.Sub(scenarioEpoch))
-	}
-	if due := b.Due(ms(20), true); !due.Equal(ms(20)) {
-		t.Fatalf("urgent: due %v, want at once", due.Sub(scenarioEpoch))
-	}
-	b.Applied(ms(20), true)
-	if due := b.Due(ms(30), false); !due.Equal(ms(250)) {
-		t.Fatalf("after the urgent batch: due %v, want the window's end", due.Sub(scenarioEpoch))
-	}
-	b.Applied(ms(250), true) // the trailing batch closes the window
-	if due := b.Due(ms(260), false); !due.Equal(ms(260)) {
-		t.Fatalf("after the trailing batch: due %v, want at once", due.Sub(scenarioEpoch))
 	}
 }
 

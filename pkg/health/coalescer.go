@@ -39,16 +39,12 @@ import "time"
 //
 // Optionally one value is urgent (Urgent; for advertisability, false: a
 // backend withdrawn). An Offer of the urgent value that differs from the
-// published one is published at once, even inside a window, dropping any
-// pending value; it neither opens nor closes a window. A dead backend is
-// thus never kept advertised by the coalescing, and the first recovery
-// after an outage that came after a quiet period is a leading edge,
-// published at once (a backend restarted is announced without waiting for
-// a window its own withdrawal opened). The bound on the other values
-// holds as without an urgent value: they are published only when no
-// window is open or at a window's end, so any span of length W holds at
-// most two of them, and, as every publication is a net change, at most
-// one urgent publication before, between and after them.
+// published one is published at once even inside a window, dropping any
+// pending value, and opens a window [now, now+W): a dead backend is never
+// kept advertised by the coalescing, while its coming back is coalesced
+// as before. The bound holds: every other value is published only when no
+// window is open or at a window's end, so at least W after the previous
+// publication, and any span of length W still holds at most two events.
 //
 // A window of zero or less disables coalescing: every change is published
 // at once.
@@ -100,15 +96,10 @@ func (c *Coalescer[T]) Offer(now time.Time, v T) (emit bool, value T) {
 		c.pending, c.dirty = v, true
 		return false, value
 	}
-	// Quiet period (or a window whose end the driver did not Tick), or
-	// the urgent value.
+	// Quiet period (or a window whose end the driver did not Tick).
 	c.clearPending()
 	if v == c.published {
 		return false, value
-	}
-	if c.hasUrgent && v == c.urgent {
-		c.published = v // the window, open or not, stays as it is
-		return true, v
 	}
 	return true, c.publish(now, v)
 }

@@ -16,11 +16,8 @@
 //     once, further changes within the window collapse into one trailing
 //     event carrying the final value, published only if it differs from the
 //     last published one; that trailing event ends the burst, so the next
-//     change is published at once again. Any span of one window holds at
-//     most two events. With Urgent, a withdrawal is never held and opens
-//     no window, so a backend restarted after it is announced at once;
-//     the bound then holds for the other values, with at most one
-//     withdrawal before, between and after them.
+//     change is published at once again. With Urgent, a withdrawal is never
+//     held. Any span of one window holds at most two events.
 //   - Burst paces valueless batches (an edge's resyncs) by the same rule.
 //
 // Policy carries the configuration (the health section of the fleet

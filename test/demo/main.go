@@ -150,8 +150,6 @@ func backend(args []string) error {
 		return err
 	}
 	defer b.Stop()
-	addr, _ := b.Addr()
-	fmt.Println("listening", addr) // a supervisor may wait for this line
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
