@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -737,5 +738,42 @@ func TestInputStateKeyShared(t *testing.T) {
 	}
 	if o.secret("fg-fleetgate-edge-input-state") != nil {
 		t.Error("a Secret rendered although edge.inputStateKey.existingSecret names one")
+	}
+}
+
+// TestSessionOwnerKeyAndProxies: every edge keys the owner hash with one
+// secret (--session-owner-key-file) from a Secret only edges mount, random
+// when the values name none; --trusted-proxies only when proxies are
+// given, with their header.
+func TestSessionOwnerKeyAndProxies(t *testing.T) {
+	c := newCreds(t)
+	args := func(o *objects) []string {
+		for wl, p := range o.podSpecs() {
+			if wl == "Deployment/"+edgeName {
+				return p.Spec.Containers[0].Args
+			}
+		}
+		t.Fatal("no edge Deployment")
+		return nil
+	}
+	o := mustRender(t, renderOpts{values: c.values(), stubNATS: true})
+	a := args(o)
+	if !slices.Contains(a, "--session-owner-key-file=/etc/fleetgate/session-owner/key") {
+		t.Errorf("edge args %v: no --session-owner-key-file", a)
+	}
+	if slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, "--trusted-proxies") }) {
+		t.Errorf("edge args %v: --trusted-proxies without proxies in the values", a)
+	}
+	if s := o.secret("fg-fleetgate-edge-session-owner"); s == nil || len(s.Data["key"]) < 32 {
+		t.Fatal("session owner Secret: want a random key of at least 32 bytes")
+	}
+	if string(o.secret("fg-fleetgate-edge-session-owner").Data["key"]) == string(o.secret("fg-fleetgate-edge-input-state").Data["key"]) {
+		t.Error("the owner key and the input state key are the same")
+	}
+	o = mustRender(t, renderOpts{values: merge(c.values(), set("edge.trustedProxies", []any{"10.0.0.0/8", "192.168.1.1"}),
+		set("edge.trustedProxyHeader", "Forwarded")), stubNATS: true})
+	a = args(o)
+	if !slices.Contains(a, "--trusted-proxies=10.0.0.0/8,192.168.1.1") || !slices.Contains(a, "--trusted-proxy-header=Forwarded") {
+		t.Errorf("edge args %v: want the trusted proxies and their header", a)
 	}
 }

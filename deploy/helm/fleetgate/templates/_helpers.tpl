@@ -102,8 +102,12 @@ app.kubernetes.io/component: nats
 {{- end }}
 
 {{/* The edges' admin token Secret: their own, which a controller refuses. */}}
-{{- define "fleetgate.inputStateSecretName" -}}
-{{- default (printf "%s-edge-input-state" (include "fleetgate.fullname" .)) .Values.edge.inputStateKey.existingSecret }}
+{{/* An edge key Secret: pass (list $ "input-state") or (list $ "session-owner"). */}}
+{{- define "fleetgate.edgeKeySecretName" -}}
+{{- $ := index . 0 -}}
+{{- $what := index . 1 -}}
+{{- $k := ternary $.Values.edge.inputStateKey $.Values.edge.sessionOwnerKey (eq $what "input-state") -}}
+{{- default (printf "%s-edge-%s" (include "fleetgate.fullname" $) $what) $k.existingSecret }}
 {{- end }}
 
 {{- define "fleetgate.edgeAdminSecretName" -}}
