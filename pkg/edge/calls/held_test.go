@@ -50,3 +50,15 @@ func TestCapsOf(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCapsOf: a client's _meta, any bytes, never panics capsOf.
+func FuzzCapsOf(f *testing.F) {
+	f.Add([]byte(`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`))
+	f.Add([]byte(`{"io.modelcontextprotocol/clientCapabilities":[]}`))
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		c := capsOf(json.RawMessage(meta))
+		if c.any() && !json.Valid(meta) {
+			t.Fatalf("capabilities %+v from invalid JSON %q", c, meta)
+		}
+	})
+}
