@@ -10,6 +10,7 @@
 //	go run ./test/demo            # what `make run` does (after building bin/)
 //	go run ./test/demo --port-offset 100   # 9201, 9202, 4322, 8181, 8180, 8182
 //	go run ./test/demo backend --name alpha --listen 127.0.0.1:9101
+//	go run ./test/demo backend --name files --stdio   # a stdio backend
 package main
 
 import (
@@ -29,6 +30,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
 )
@@ -130,10 +133,19 @@ func backend(args []string) error {
 	fs := flag.NewFlagSet("backend", flag.ContinueOnError)
 	name := fs.String("name", "alpha", "backend name")
 	listen := fs.String("listen", "127.0.0.1:9101", "listen address")
+	overStdio := fs.Bool("stdio", false, "speak MCP on stdin and stdout (a stdio backend) instead of listening")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	b := demobackend.New(*name, nil)
+	if *overStdio {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := b.Server().Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
 	if err := b.Start(*listen); err != nil {
 		return err
 	}
