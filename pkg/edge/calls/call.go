@@ -69,7 +69,7 @@ func (pl *Plane) Resolve(c Call) (Route, error) {
 		return rt, fmt.Errorf("tool %q: backend %q: %w", name, entry.Backend, ErrUnavailable)
 	}
 	rt.Config = cfg
-	rt.Revision = cur.Revisions[entry.Backend]
+	rt.Revision = revisionOf(cur, entry.Backend, cfg)
 	if ok, refusal := pl.Allowed(cur, c.TokenInfo, c.Ident, policy.KindTool, name); !ok {
 		return rt, refusal
 	}
@@ -134,7 +134,7 @@ func (pl *Plane) forward(ctx context.Context, c *Call, rt Route, start time.Time
 		// session-based revisions: its requests to the client are held.
 		switch {
 		case st.RequestState != "":
-			inner, oerr := pl.sealer.Open(binding(*c, rt), st.RequestState, start)
+			inner, oerr := pl.sealer.Open(heldBinding(*c, rt), st.RequestState, start)
 			if oerr == nil && !strings.HasPrefix(inner, heldPrefix) {
 				oerr = errors.New("requestState names no call held open")
 			}
@@ -151,7 +151,7 @@ func (pl *Plane) forward(ctx context.Context, c *Call, rt Route, start time.Time
 			je := stateRefused(c.Name, errors.New("input responses without a requestState"))
 			return errorReply(je), true, je
 		case capsOf(st.Meta).any():
-			if h := pl.startHeld(*c, rt); h != nil {
+			if h := pl.startHeld(*c, rt, start); h != nil {
 				reply, final := pl.await(ctx, *c, rt, h, start)
 				return reply, final, nil
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 )
 
 // A client of the stateless generation (2026-07-28) cannot be asked
@@ -62,6 +63,7 @@ type heldCall struct {
 	caps      clientCaps
 	asks      chan *heldAsk      // from the backend's stream to the request waiting
 	done      chan backend.Reply // the call's end
+	taken     chan struct{}      // closed by the request that took the end
 	mu        sync.Mutex
 	pending   *heldAsk // the input request the client was given
 	round     int
@@ -107,7 +109,8 @@ func (hc *heldCalls) start(ident string, caps clientCaps) *heldCall {
 	if len(hc.calls) >= maxHeld || hc.per[ident] >= maxHeldPerIdentity {
 		return nil
 	}
-	h := &heldCall{id: rand.Text(), ident: ident, caps: caps, asks: make(chan *heldAsk, 1), done: make(chan backend.Reply, 1)}
+	h := &heldCall{id: rand.Text(), ident: ident, caps: caps, asks: make(chan *heldAsk, 1), done: make(chan backend.Reply, 1),
+		taken: make(chan struct{})}
 	hc.calls[h.id] = h
 	hc.per[ident]++
 	return h
@@ -162,9 +165,12 @@ func (h *heldCall) Ask(ctx context.Context, method string, params json.RawMessag
 	}
 }
 
-// startHeld runs call c (route rt) off the request, its backend's
-// requests held for the client; nil when it cannot be held.
-func (pl *Plane) startHeld(c Call, rt Route) *heldCall {
+// startHeld runs call c (route rt, started at start) off the request, its
+// backend's requests held for the client; nil when it cannot be held.
+// The goroutine owns the held call's end: a result no request takes
+// within HeldWait (the client left, or never retried) ends the call there,
+// recorded in the call trail, so that an abandoned call holds no room.
+func (pl *Plane) startHeld(c Call, rt Route, start time.Time) *heldCall {
 	if pl.o.Background == nil || !pl.o.Background.Hold() {
 		return nil
 	}
@@ -182,8 +188,29 @@ func (pl *Plane) startHeld(c Call, rt Route) *heldCall {
 			reply = pl.failed(c, rt, err)
 		}
 		h.done <- reply
+		t := time.NewTimer(HeldWait)
+		defer t.Stop()
+		select {
+		case <-h.taken: // a request answered its client with it (and audits it)
+		case <-t.C:
+			pl.abandoned(c, rt, h, start, err)
+		case <-pl.heldCtx.Done():
+			pl.abandoned(c, rt, h, start, err)
+		}
 	}()
 	return h
+}
+
+// abandoned ends held call h whose result no request took, and records it.
+func (pl *Plane) abandoned(c Call, rt Route, h *heldCall, start time.Time, err error) {
+	pl.held.end(h)
+	select {
+	case reply := <-h.done:
+		if pl.o.Trail != nil {
+			pl.Audit(c, rt, start, &reply, err)
+		}
+	default: // taken meanwhile
+	}
 }
 
 // Close ends the calls held open for their clients' input (their backends
@@ -196,36 +223,51 @@ func (pl *Plane) Close() { pl.heldStop() }
 // input-required result, the call held for the retry). The client leaving
 // meanwhile leaves the call held until its input request expires.
 func (pl *Plane) await(ctx context.Context, c Call, rt Route, h *heldCall, now time.Time) (backend.Reply, bool) {
-	select {
-	case reply := <-h.done:
-		pl.held.end(h)
-		return reply, true
-	case a := <-h.asks:
-		h.mu.Lock()
-		h.pending = a
-		h.round++
-		round := h.round
-		h.mu.Unlock()
-		req, err := inputRequest(a.method, a.params)
-		if err != nil {
-			a.answer <- heldAnswer{err: badParams(a.method, err)}
-			return pl.await(ctx, c, rt, h, now)
+	for {
+		select {
+		case reply := <-h.done:
+			close(h.taken)
+			pl.held.end(h)
+			return reply, true
+		case a := <-h.asks:
+			if res, err := pl.askClient(c, rt, h, a, now); err == nil {
+				return backend.Reply{Res: res}, false
+			} else {
+				a.answer <- heldAnswer{err: err} // the backend is told; its next step is awaited
+			}
+		case <-ctx.Done():
+			return errorReply(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: %v", c.Name, ctx.Err())}), false
 		}
-		inner := heldPrefix + pl.o.Edge + "\x00" + h.id + "\x00" + strconv.Itoa(round)
-		state, err := pl.sealer.Seal(binding(c, rt), inner, now.Add(HeldWait))
-		if err != nil {
-			a.answer <- heldAnswer{err: err}
-			return pl.await(ctx, c, rt, h, now)
-		}
-		res, err := inputRequired(mcp.InputRequestMap{"input-" + strconv.Itoa(round): req}, state)
-		if err != nil {
-			a.answer <- heldAnswer{err: err}
-			return pl.await(ctx, c, rt, h, now)
-		}
-		return backend.Reply{Res: res}, false
-	case <-ctx.Done():
-		return errorReply(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: %v", c.Name, ctx.Err())}), false
 	}
+}
+
+// askClient makes a, the backend's request, the client's input request of
+// h's next round: the input-required result, its state sealed.
+func (pl *Plane) askClient(c Call, rt Route, h *heldCall, a *heldAsk, now time.Time) (*mcp.CallToolResult, error) {
+	req, err := inputRequest(a.method, a.params)
+	if err != nil {
+		return nil, badParams(a.method, err)
+	}
+	h.mu.Lock()
+	h.pending = a
+	h.round++
+	round := strconv.Itoa(h.round)
+	h.mu.Unlock()
+	inner := heldPrefix + pl.o.Edge + "\x00" + h.id + "\x00" + round
+	state, err := pl.sealer.Seal(heldBinding(c, rt), inner, now.Add(HeldWait))
+	if err != nil {
+		return nil, err
+	}
+	return inputRequired(mcp.InputRequestMap{"input-" + round: req}, state)
+}
+
+// heldBinding is what the state of a held call's round is issued for:
+// apart from a stateless backend's own states (binding), so that neither
+// is ever taken for the other.
+func heldBinding(c Call, rt Route) inputstate.Binding {
+	b := binding(c, rt)
+	b.Method += "#held"
+	return b
 }
 
 // continueHeld answers the pending input request of the held call the

@@ -30,7 +30,7 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}
 	it := item{method: "prompts/get", name: name, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
-	if st, je := pl.itemStateless(it, entry.Backend, cur.Revisions[entry.Backend], time.Now()); je != nil {
+	if st, je := pl.itemStateless(it, entry.Backend, revisionOf(cur, entry.Backend, cfg), time.Now()); je != nil {
 		return nil, je
 	} else if st != nil {
 		p := map[string]any{"name": entry.Original}
@@ -82,7 +82,7 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	it := item{method: "resources/read", name: uri, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
-	if st, je := pl.itemStateless(it, entry.Backend, cur.Revisions[entry.Backend], time.Now()); je != nil {
+	if st, je := pl.itemStateless(it, entry.Backend, revisionOf(cur, entry.Backend, cfg), time.Now()); je != nil {
 		return nil, je
 	} else if st != nil {
 		p := map[string]any{"uri": own}

@@ -7,11 +7,14 @@ import (
 	"strings"
 	"time"
 
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // Calls of clients of the stateless generation (2026-07-28) to a backend
@@ -73,9 +76,29 @@ func (pl *Plane) SpeaksStateless(name string) bool {
 	return ok && cur.Revisions[entry.Backend] != ""
 }
 
+// revisionOf is the stateless revision the edge speaks to backend b (cfg
+// its config) in view cur: the one it was discovered in, or none for a
+// backend that acts for each caller (its calls take the caller's own
+// session and token: backend.Pool.CallTool).
+func revisionOf(cur *view.Served, b string, cfg events.BackendConfig) string {
+	if cfg.Auth.PerCaller() {
+		return ""
+	}
+	return cur.Revisions[b]
+}
+
 // binding is what the requestState of call c by route rt is issued for.
 func binding(c Call, rt Route) inputstate.Binding {
-	return inputstate.Binding{Identity: c.Ident, Method: "tools/call", Target: c.Name + "\x00" + rt.Tool.Backend}
+	return inputstate.Binding{Identity: stateIdentity(c.TokenInfo, c.Ident), Method: "tools/call", Target: c.Name + "\x00" + rt.Tool.Backend}
+}
+
+// stateIdentity is the caller a state is issued to: the verified token's
+// issuer and subject, or the identity (header) without one.
+func stateIdentity(ti *goauth.TokenInfo, ident string) string {
+	if id := TokenIdentity(ti); id != nil {
+		return "token\x00" + id.Issuer + "\x00" + id.Subject
+	}
+	return "ident\x00" + ident
 }
 
 // stateRefused is the error of a retry whose requestState the edge does
@@ -183,7 +206,7 @@ func (pl *Plane) itemStateless(it item, b, rev string, now time.Time) (*backend.
 }
 
 func (it item) binding(b string) inputstate.Binding {
-	return inputstate.Binding{Identity: it.ident, Method: it.method, Target: it.name + "\x00" + b}
+	return inputstate.Binding{Identity: stateIdentity(TokenInfoOf(it.extra), it.ident), Method: it.method, Target: it.name + "\x00" + b}
 }
 
 // sealItem seals *state, a backend's requestState for it, and leaves the

@@ -50,9 +50,16 @@ type Binding struct {
 	Target   string
 }
 
-// aad is the additional data binding b into a state's seal.
+// aad is the additional data binding b into a state's seal: each field
+// length-prefixed, so that no two bindings encode alike whatever bytes
+// they hold.
 func (b Binding) aad() []byte {
-	return []byte(keyLabel + b.Identity + "\x00" + b.Method + "\x00" + b.Target)
+	out := []byte(keyLabel)
+	for _, f := range []string{b.Identity, b.Method, b.Target} {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(f)))
+		out = append(out, f...)
+	}
+	return out
 }
 
 // A Sealer seals the requestState of an input-required result so that a
