@@ -2,7 +2,6 @@ package edge
 
 import (
 	"testing"
-	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/policy"
 )
@@ -13,16 +12,7 @@ import (
 // (-32602) and tasks/list leaves it out, without reaching its backend;
 // a policy that shows the tool again makes it reachable again.
 func TestTaskMethodsRecheckPolicy(t *testing.T) {
-	f := newFleet(t)
-	alpha, beta := startTaskBackend(t, "alpha"), startTaskBackend(t, "beta")
-	addTaskBackend(f, alpha)
-	addTaskBackend(f, beta)
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "both backends served", func() bool {
-		_, a := e.current().Catalog.Tool("alpha_slow")
-		_, b := e.current().Catalog.Tool("beta_slow")
-		return a && b
-	})
+	e, f, alpha := startTaskFleet(t)
 	c, _ := openRaw(t, e.MCPURL())
 	var created struct{ Task wireTask }
 	c.ok("tools/call", map[string]any{"name": "alpha_slow", "arguments": map[string]any{"text": "x"}, "task": map[string]any{}}, &created)

@@ -132,13 +132,11 @@ type wireTask struct {
 	Status string `json:"status"`
 }
 
-// Tasks through the edge: the capability and the tools' task support are
-// advertised; a task-augmented call reaches the tool's backend with its
-// task and comes back under an id unique across backends; tasks/get,
-// tasks/list, tasks/result and tasks/cancel reach the owning backend;
-// a tool without task support is refused before any backend sees it;
-// another session cannot see or touch the tasks; plain calls still work.
-func TestTasksThroughEdge(t *testing.T) {
+// startTaskFleet serves two task backends, alpha and beta, through one
+// edge, and waits until both are served; it returns the edge, its fleet
+// and alpha.
+func startTaskFleet(t *testing.T) (*Edge, *fleet, *taskBackend) {
+	t.Helper()
 	f := newFleet(t)
 	alpha, beta := startTaskBackend(t, "alpha"), startTaskBackend(t, "beta")
 	addTaskBackend(f, alpha)
@@ -149,6 +147,17 @@ func TestTasksThroughEdge(t *testing.T) {
 		_, b := e.current().Catalog.Tool("beta_slow")
 		return a && b
 	})
+	return e, f, alpha
+}
+
+// Tasks through the edge: the capability and the tools' task support are
+// advertised; a task-augmented call reaches the tool's backend with its
+// task and comes back under an id unique across backends; tasks/get,
+// tasks/list, tasks/result and tasks/cancel reach the owning backend;
+// a tool without task support is refused before any backend sees it;
+// another session cannot see or touch the tasks; plain calls still work.
+func TestTasksThroughEdge(t *testing.T) {
+	e, _, alpha := startTaskFleet(t)
 	c, init := openRaw(t, e.MCPURL())
 	var ir struct {
 		Capabilities struct {
