@@ -163,6 +163,17 @@ func (a *admitted) done() {
 	}
 }
 
+// end is done, and then drops the parsed body: the go-sdk keeps the
+// context of a session's initialize request (and so this value) for as
+// long as the session lives, and an idle session should not hold the
+// bytes of its first request.
+func (a *admitted) end() {
+	if a != nil {
+		a.done()
+		a.body = nil
+	}
+}
+
 // reservation is the room reserved for the session the request creates;
 // nil for none.
 func (a *admitted) reservation() *session.Reservation {

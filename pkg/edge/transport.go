@@ -43,7 +43,7 @@ func (e *Edge) mcpHandler() http.Handler {
 			return
 		}
 		r, a, ok := e.admitHTTP(w, r)
-		defer a.done() // the call slots, once the response is written (a lane gives them back sooner)
+		defer a.end() // the call slots, once the response is written (a lane gives them back sooner)
 		if !ok {
 			return
 		}
