@@ -1,5 +1,6 @@
-// Command demo starts a working fleet on this machine: two demo MCP
-// backends (alpha on :9101, beta on :9102, each its own process), a
+// Command demo starts a working fleet on this machine: three demo MCP
+// backends (alpha on :9101, beta on :9102, each its own process, and
+// notes, a stdio command the controller and the edge each run), a
 // controller with embedded NATS, and one edge; it prints the MCP URL and
 // stops everything on Ctrl-C (or SIGTERM), waiting for every child.
 // It refuses to start when any port it listens on is taken, and stops
@@ -16,6 +17,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -218,6 +220,10 @@ func fleet(o *options) error {
 	if err != nil {
 		return err
 	}
+	stdioCommands, err := writeStdioCommands(dataDir, self)
+	if err != nil {
+		return err
+	}
 
 	var procs []*child
 	exited := make(chan *child, 8)
@@ -258,7 +264,7 @@ func fleet(o *options) error {
 		return err
 	}
 	if _, err := start("controller", filepath.Join(bin, "controller"), "--config", config, "--data-dir", filepath.Join(dataDir, "controller"),
-		"--log-format", "console", "--nats-listen", o.nats, "--admin-listen", o.controllerAdmin); err != nil {
+		"--log-format", "console", "--nats-listen", o.nats, "--admin-listen", o.controllerAdmin, "--stdio-commands", stdioCommands); err != nil {
 		return err
 	}
 	// The embedded NATS refuses unauthenticated clients: the edge uses
@@ -268,7 +274,7 @@ func fleet(o *options) error {
 		return fmt.Errorf("controller wrote no edge seed %s: %w", seed, err)
 	}
 	if _, err := start("edge", filepath.Join(bin, "edge"), "--log-format", "console", "--nats-nkey-seed", seed,
-		"--nats-url", "nats://"+o.nats, "--listen", o.edge, "--admin-listen", o.edgeAdmin); err != nil {
+		"--nats-url", "nats://"+o.nats, "--listen", o.edge, "--admin-listen", o.edgeAdmin, "--stdio-commands", stdioCommands); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, early, 30*time.Second, func() bool { return ready("http://" + o.edgeAdmin + "/readyz") }); err != nil {
@@ -291,13 +297,16 @@ fleetgate demo is running.
   dashboard:        http://%s/ui/
   edge admin:       http://%s/v1/sessions
 
-  Demo backends: alpha (pid %d, %s), beta (pid %d, %s).
+  Demo backends: alpha (pid %d, %s), beta (pid %d, %s),
+  and notes, a stdio command the controller and the edge each run
+  (their instances: http://%s/v1/sessions/stdio).
   Kill one (kill %d) and watch its tools disappear from a connected client;
   restart it with: go run ./test/demo backend --name alpha --listen %s
   (the demo itself stops only if the controller or the edge exits).
 
 Ctrl-C stops everything.
-`, o.edge, o.controllerAdmin, o.controllerAdmin, o.edgeAdmin, alpha.Process.Pid, o.alpha, beta.Process.Pid, o.beta, alpha.Process.Pid, o.alpha)
+`, o.edge, o.controllerAdmin, o.controllerAdmin, o.edgeAdmin, alpha.Process.Pid, o.alpha, beta.Process.Pid, o.beta, o.edgeAdmin,
+		alpha.Process.Pid, o.alpha)
 	for {
 		select {
 		case <-ctx.Done():
@@ -335,6 +344,26 @@ func (o *options) fleetConfig(dir string) (string, error) {
 	path := filepath.Join(dir, "fleet.yaml")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return "", fmt.Errorf("demo config: %w", err)
+	}
+	return path, nil
+}
+
+// stdioCommand is the allow-list entry the demo's fleet config names for
+// its stdio backend notes.
+const stdioCommand = "demo-notes"
+
+// writeStdioCommands writes, in dir, the allow-list of stdio commands
+// that the controller and the edge are given: one entry, this very
+// program as a stdio backend named notes.
+func writeStdioCommands(dir, self string) (string, error) {
+	argv, err := json.Marshal([]string{self, "backend", "--name", "notes", "--stdio"})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "stdio-commands.yaml")
+	// A JSON array is a YAML flow sequence: the path needs no quoting rules of its own.
+	if err := os.WriteFile(path, fmt.Appendf(nil, "%s: %s\n", stdioCommand, argv), 0o600); err != nil {
+		return "", fmt.Errorf("demo stdio commands: %w", err)
 	}
 	return path, nil
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestDemoServesStdioBackend: the demo fleet serves its stdio backend
+// notes through the edge (a call answered by the edge's own instance),
+// and after Ctrl-C no instance of it is left on the machine.
+func TestDemoServesStdioBackend(t *testing.T) {
+	if err := checkPorts(); err != nil {
+		t.Skipf("demo ports busy on this machine: %v", err)
+	}
+	dir := binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd, out, done, _ := startDemo(t, ctx)
+	defer func() { _ = cmd.Process.Kill() }()
+
+	cl := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:8080/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect to the demo's edge: %v\n%s", err, out)
+	}
+	defer cs.Close()
+	// The controller probes notes once its instance runs: its tools are
+	// in the catalog within a few probe intervals (1 s in fleet.yaml).
+	for !hasTool(ctx, cs, "notes_echo") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("notes_echo never listed\n%s", tail(out.String(), 20))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes_echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError || text0(res) != "notes: hi" {
+		t.Fatalf("notes_echo: %v %+v", err, res)
+	}
+	if running := stdioInstances(t, dir); len(running) != 2 {
+		t.Errorf("stdio instances while the demo runs: %v, want the controller's and the edge's", running)
+	}
+
+	cs.Close()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("demo after SIGINT: %v\n%s", err, out)
+		}
+	case <-ctx.Done():
+		t.Fatalf("demo did not stop after SIGINT\n%s", out)
+	}
+	if left := stdioInstances(t, dir); len(left) != 0 {
+		t.Errorf("stdio instances left after the demo stopped: %v", left)
+	}
+}
+
+func hasTool(ctx context.Context, cs *mcp.ClientSession, name string) bool {
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return false
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func text0(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// stdioInstances are the PIDs of processes running dir's demo binary as
+// the stdio backend notes.
+func stdioInstances(t *testing.T, dir string) []int {
+	t.Helper()
+	want := []byte(filepath.Join(dir, "demo") + "\x00backend\x00--name\x00notes\x00--stdio")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if errors.Is(err, os.ErrNotExist) || err != nil {
+			continue
+		}
+		if bytes.HasPrefix(b, want) {
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && bytes.Contains(st, []byte(") Z ")) {
+				continue // a zombie its parent has not reaped yet is no process left running
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
