@@ -44,7 +44,10 @@ func TestRegionLimitsCatalogOverMaxPayload(t *testing.T) {
 		huge.AddTool(&mcp.Tool{Name: fmt.Sprintf("big_%03d", i), Description: randomText(8 << 10),
 			InputSchema: map[string]any{"type": "object"}})
 	}
-	c := startController(t, node.ClientURL(), "c1", fleetYAML(4*time.Second, 100*time.Millisecond, alpha, huge))
+	// Listing 2.4 MB of tools takes seconds under -race on a loaded
+	// machine: the probe timeout is the interval (not half of it).
+	yaml := strings.Replace(fleetYAML(4*time.Second, 100*time.Millisecond, alpha, huge), "timeout: 2s", "timeout: 4s", 1)
+	c := startController(t, node.ClientURL(), "c1", yaml)
 	el := followLog(t, node.ClientURL())
 	defer func() {
 		if t.Failed() {
