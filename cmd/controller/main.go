@@ -324,7 +324,7 @@ func run(o *options, fleet *config.Fleet) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ctl.Run(gctx) })
 	if len(o.region.regions) > 1 {
-		keeper, err := o.region.keeper(js, o.replicas, o.store.mirrorBytes, zl)
+		keeper, err := o.region.keeper(js, o.replicas, o.store.mirrorBytes, ctl.Leading, zl)
 		if err != nil {
 			return err
 		}

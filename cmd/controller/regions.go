@@ -116,9 +116,11 @@ func (r *regionFlags) mirror(ctx context.Context, js jetstream.JetStream, replic
 }
 
 // keeper keeps the mirrors of the other regions' logs moving after a cut
-// of the region link (region.Keeper), logging each one it re-creates.
-func (r *regionFlags) keeper(js jetstream.JetStream, replicas int, maxBytes int64, zl zerolog.Logger) (*region.Keeper, error) {
+// of the region link (region.Keeper) while this controller leads its
+// region, logging each one it re-creates.
+func (r *regionFlags) keeper(js jetstream.JetStream, replicas int, maxBytes int64, leading func() bool, zl zerolog.Logger) (*region.Keeper, error) {
 	return region.NewKeeper(js, r.name, r.regions, &region.KeeperOptions{
+		Leading: leading,
 		Mirror: &region.MirrorOptions{Replicas: replicas, MaxBytes: maxBytes},
 		OnNudge: func(origin string, a region.Asset, reason string) {
 			zl.Info().Str("origin", origin).Str("mirror", a.Stream(origin)).Str("reason", reason).

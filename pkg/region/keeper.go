@@ -18,6 +18,10 @@ type KeeperOptions struct {
 	Policy NudgePolicy
 	// Mirror configures the re-created mirrors, as EnsureMirrors'.
 	Mirror *MirrorOptions
+	// Leading says whether this controller leads its region; only the
+	// leader re-creates mirrors, so two controllers of a region never both
+	// re-create one. Nil: always (a region of one controller).
+	Leading func() bool
 	// OnNudge is told of each mirror re-created and why; OnError of each
 	// failed look or re-creation. Neither may block.
 	OnNudge func(region string, a Asset, reason string)
@@ -80,7 +84,9 @@ func (k *Keeper) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			k.tick(ctx)
+			if k.opts.Leading == nil || k.opts.Leading() {
+				k.tick(ctx)
+			}
 		}
 	}
 }
