@@ -121,7 +121,7 @@ func (r *regionFlags) mirror(ctx context.Context, js jetstream.JetStream, replic
 func (r *regionFlags) keeper(js jetstream.JetStream, replicas int, maxBytes int64, leading func() bool, zl zerolog.Logger) (*region.Keeper, error) {
 	return region.NewKeeper(js, r.name, r.regions, &region.KeeperOptions{
 		Leading: leading,
-		Mirror: &region.MirrorOptions{Replicas: replicas, MaxBytes: maxBytes},
+		Mirror:  &region.MirrorOptions{Replicas: replicas, MaxBytes: maxBytes},
 		OnNudge: func(origin string, a region.Asset, reason string) {
 			zl.Info().Str("origin", origin).Str("mirror", a.Stream(origin)).Str("reason", reason).
 				Msg("mirror of another region re-created: it was behind a reachable origin and silent (the server's mirror retry timers)")
