@@ -115,6 +115,9 @@ func (rl *Relay) Run(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("heldrelay: subscribe %s: %w", Subject(rl.o.Edge), err)
 	}
+	// The server knows the subscription before a held call's first state
+	// is handed out (best effort: a connection down now resubscribes).
+	_ = rl.o.Conn.FlushWithContext(ctx)
 	<-ctx.Done()
 	err = sub.Unsubscribe()
 	cancel()
