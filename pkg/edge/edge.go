@@ -175,7 +175,9 @@ func (e *Edge) wire() {
 		}}
 	if opts.HeldRelay != nil {
 		e.relay = heldrelay.New(heldrelay.Options{Conn: opts.HeldRelay, Edge: opts.ID, Log: e.log,
-			Handle: func(ctx context.Context, r *heldrelay.Retry) *heldrelay.Outcome { return e.calls.ContinueForPeer(ctx, r) }})
+			Handle: func(ctx context.Context, r *heldrelay.Retry) *heldrelay.Outcome {
+				return e.calls.ContinueForPeer(ctx, r)
+			}})
 		co.Peers = e.relay
 	}
 	e.calls = calls.New(co)

@@ -76,18 +76,18 @@ type heldCall struct {
 	// who is the caller the call's states are issued to (stateIdentity);
 	// call, rt and start are the call as it started, which a retry
 	// forwarded by another edge continues (heldpeer.go).
-	who       string
-	call      Call
-	rt        Route
-	start     time.Time
-	wait      time.Duration // Options.HeldWait
-	caps      clientCaps
-	asks      chan *heldAsk      // from the backend's stream to the request waiting
-	done      chan backend.Reply // the call's end
-	taken     chan struct{}      // closed by the request that took the end
-	mu        sync.Mutex
-	pending   *heldAsk // the input request the client was given
-	round     int
+	who     string
+	call    Call
+	rt      Route
+	start   time.Time
+	wait    time.Duration // Options.HeldWait
+	caps    clientCaps
+	asks    chan *heldAsk      // from the backend's stream to the request waiting
+	done    chan backend.Reply // the call's end
+	taken   chan struct{}      // closed by the request that took the end
+	mu      sync.Mutex
+	pending *heldAsk // the input request the client was given
+	round   int
 }
 
 // heldAsk is one request of the backend to the client.

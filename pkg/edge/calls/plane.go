@@ -61,7 +61,7 @@ type Options struct {
 	// answer (default DefaultPeerWait).
 	Peers    HeldPeers
 	PeerWait time.Duration
-	Log   zerolog.Logger
+	Log      zerolog.Logger
 	// Tracer makes the calls' spans; nil for none.
 	Tracer trace.Tracer
 	// Registry takes the plane's metrics; nil for none.

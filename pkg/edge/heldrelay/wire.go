@@ -27,7 +27,7 @@ const (
 	// MaxOutcome bounds the holder's answer before the connection's own
 	// limit (which is lower on most servers): a result larger than what
 	// the connection carries is refused with ErrTooLarge.
-	MaxOutcome = 16 << 20
+	MaxOutcome  = 16 << 20
 	maxIdentity = 4 << 10
 	maxTool     = 1 << 10
 	maxState    = 80 << 10
