@@ -40,7 +40,9 @@ func BenchmarkInputRoundTrip(b *testing.B) {
 		// The handler declares the elicitation capability (the held call
 		// needs it); the benchmark answers the input requests itself.
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "b"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errors.New("not asked here") }}).
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return nil, errors.New("not asked here")
+			}}).
 			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: newProtocol})
 		if err != nil {
 			b.Fatal(err)

@@ -52,7 +52,11 @@ func TestHeldAbandoned(t *testing.T) {
 		var mu sync.Mutex
 		var recorded []calltrail.Entry
 		pl.record = func(e calltrail.Entry) { mu.Lock(); recorded = append(recorded, e); mu.Unlock() }
-		trail := func() []calltrail.Entry { mu.Lock(); defer mu.Unlock(); return append([]calltrail.Entry(nil), recorded...) }
+		trail := func() []calltrail.Entry {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]calltrail.Entry(nil), recorded...)
+		}
 		defer func() { pl.Close(); bg.wg.Wait() }()
 
 		firstReply := pl.Run(context.Background(), elicitCall())
