@@ -63,7 +63,7 @@ func (rl *Relay) Continue(ctx context.Context, edge string, r *Retry) (*Outcome,
 	if err != nil {
 		return nil, fmt.Errorf("heldrelay: encode retry for edge %q: %w", edge, err)
 	}
-	if len(data) > MaxRetry || int64(len(data)) > rl.o.Conn.MaxPayload() {
+	if len(data) > MaxRetry || rl.overPayload(len(data)) {
 		return nil, fmt.Errorf("%w: retry of %d bytes for edge %q", ErrTooLarge, len(data), edge)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Wait())
@@ -151,8 +151,9 @@ func (rl *Relay) handle(ctx context.Context, data []byte) *Outcome {
 // error saying so (the call's result is lost: the holder recorded it).
 func (rl *Relay) respond(m *nats.Msg, out *Outcome) {
 	data, err := json.Marshal(out)
-	if err == nil && (len(data) > MaxOutcome || int64(len(data)) > rl.o.Conn.MaxPayload()) {
-		err = fmt.Errorf("%w: answer of %d bytes, over what edges relay (%d)", ErrTooLarge, len(data), min(int64(MaxOutcome), rl.o.Conn.MaxPayload()))
+	if err == nil && (len(data) > MaxOutcome || rl.overPayload(len(data))) {
+		err = fmt.Errorf("%w: answer of %d bytes, over what edges relay to each other (%d bytes, NATS max_payload %d)",
+			ErrTooLarge, len(data), MaxOutcome, rl.o.Conn.MaxPayload())
 	}
 	if err != nil {
 		data, _ = json.Marshal(&Outcome{Code: codeInternal, Message: fmt.Sprintf("edge %q: %v", rl.o.Edge, err)})
@@ -160,4 +161,11 @@ func (rl *Relay) respond(m *nats.Msg, out *Outcome) {
 	if err := m.Respond(data); err != nil {
 		rl.o.Log.Warn().Err(err).Msg("forwarded retry: answer not sent")
 	}
+}
+
+// overPayload reports whether n bytes exceed what the server takes in a
+// message (unknown while not connected: the publish then fails itself).
+func (rl *Relay) overPayload(n int) bool {
+	mp := rl.o.Conn.MaxPayload()
+	return mp > 0 && int64(n) > mp
 }
