@@ -235,7 +235,8 @@ func run(ctx context.Context, c *config) error {
 		AdminListen: c.adminListen, Coalesce: c.coalesce, CallTimeout: c.callTimeout,
 		ShutdownTimeout: c.shutdownTimeout, SessionTimeout: c.sessionTimeout, Logger: &log,
 		LogBySequence: split, Mode: c.mode, PinnedTools: c.pinned, SessionIdleTimeout: c.sessions.idleTimeout,
-		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg}
+		IdentityHeader: c.sessions.identityHeader, Records: c.sessions.records(js), CallTrail: trail, Registry: reg,
+		HeldRelay: nc}
 	c.limits.apply(opts)
 	c.access.apply(opts)
 	if opts.InputState, err = c.sessions.sealer(); err != nil {

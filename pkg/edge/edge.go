@@ -14,6 +14,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
+	"github.com/fleetgate/fleetgate/pkg/edge/heldrelay"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/ledger"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
@@ -63,6 +64,9 @@ type Edge struct {
 	servers   *sessionserver.Servers
 	answers   *direct.Answers
 	rebuilder *rebuild.Rebuilder
+	// relay forwards retries of held calls to their holders and takes
+	// the ones other edges forward here; nil without Options.HeldRelay.
+	relay *heldrelay.Relay
 
 	empty    *view.Served
 	backends atomic.Pointer[map[string]events.BackendConfig]
@@ -161,13 +165,22 @@ func (e *Edge) wire() {
 		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed.gen,
 		ConfirmedRegions: &e.confirmed.regions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
 		Owners: opts.OwnerKey, Log: e.log, Registry: opts.Registry})
-	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
+	co := calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
+		HeldWait: opts.HeldWait, PeerWait: opts.CallTimeout,
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]
 			return cfg, ok
-		}})
+		}}
+	if opts.HeldRelay != nil {
+		e.relay = heldrelay.New(heldrelay.Options{Conn: opts.HeldRelay, Edge: opts.ID, Log: e.log,
+			Handle: func(ctx context.Context, r *heldrelay.Retry) *heldrelay.Outcome {
+				return e.calls.ContinueForPeer(ctx, r)
+			}})
+		co.Peers = e.relay
+	}
+	e.calls = calls.New(co)
 	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
 	e.lanes = lane.New(lane.Options{Edge: edgeForLanes{e}, Hijacks: e.hj, Addr: e.mcpLn.Addr(), HeaderTimeout: opts.HeaderTimeout,
 		BodyTimeout: opts.BodyTimeout, IdleTimeout: opts.IdleTimeout, ShutdownTimeout: opts.ShutdownTimeout,
@@ -244,6 +257,13 @@ func (e *Edge) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { e.follow(ctx, watch) })
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
+	if e.relay != nil {
+		wg.Go(func() {
+			if err := e.relay.Run(ctx); err != nil {
+				e.log.Error().Err(err).Msg("held calls: retries forwarded by other edges not taken")
+			}
+		})
+	}
 	stopRecords := e.startRecords()
 	mcpLn := h1.WriteDeadlineListener(e.mcpLn, e.opts.WriteTimeout, e.m.slowDropped.Inc)
 	serve(mcpSrv, h1.LimitListener(mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")

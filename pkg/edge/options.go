@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
@@ -114,6 +115,18 @@ type Options struct {
 	// group must have one of the same key. nil: a key of this process
 	// alone.
 	InputState *inputstate.Sealer
+	// HeldWait is how long the input request of a call held open for a
+	// 2026-07-28 client (its backend asked it during the call) waits for
+	// the client's retry, and the call's result for a request to take it;
+	// default calls.DefaultHeldWait (60s).
+	HeldWait time.Duration
+	// HeldRelay is the NATS connection over which a retry of a held call
+	// that reaches this edge is forwarded to the edge holding the call,
+	// and the retries other edges forward to this one are taken (package
+	// heldrelay; subject fleetgate.held.<ID>, so every edge of the group
+	// needs a distinct ID). nil: such a retry is refused naming the
+	// holder.
+	HeldRelay *nats.Conn
 	// OwnerKey keys the owner hash of the session records (and the call
 	// trail): every edge of the fleet must have the same one. nil: the
 	// unkeyed hash, which anyone can compute from an identity.

@@ -15,6 +15,10 @@ const (
 	CallSubjects    = "fleetgate.calls.>"
 	LeaderBucket    = "fleetgate_leader"
 	EdgeInboxPrefix = "_INBOX_edge"
+	// HeldSubjects are the subjects over which an edge forwards the retry
+	// of a held call to the edge that holds it (package heldrelay):
+	// fleetgate.held.<edge>, published and subscribed by edges only.
+	HeldSubjects = "fleetgate.held.>"
 )
 
 // EdgePublish is the publish allow-list of an edge user of EdgeAccount:
@@ -43,13 +47,17 @@ func edgePublish(logs []LogNames) []string {
 		// the call trail: stream info (attach) and the entries
 		"$JS.API.STREAM.INFO."+CallStream,
 		CallSubjects,
+		// retries of held calls, to the edge that holds the call
+		HeldSubjects,
 	)
 }
 
 // EdgeSubscribe is the subscribe allow-list of an edge: replies to its own
-// inbox prefix only, so it cannot read other clients' replies, and the
-// event subjects FleetAccount exports (wake-ups; the events themselves are
-// read through the read services).
+// inbox prefix only, so it cannot read other clients' replies, the
+// retries of held calls forwarded to it (HeldSubjects: edges share the
+// input-state key, so any edge may open any held call's state anyway),
+// and the event subjects FleetAccount exports (wake-ups; the events
+// themselves are read through the read services).
 func EdgeSubscribe(inboxPrefix string) []string {
 	return edgeSubscribe(inboxPrefix, []LogNames{DefaultLog})
 }
@@ -58,7 +66,7 @@ func edgeSubscribe(inboxPrefix string, logs []LogNames) []string {
 	if inboxPrefix == "" {
 		inboxPrefix = EdgeInboxPrefix
 	}
-	out := []string{inboxPrefix + ".>"}
+	out := []string{inboxPrefix + ".>", HeldSubjects}
 	for _, l := range logs {
 		if l.Subjects != "" {
 			out = append(out, l.Subjects)

@@ -120,7 +120,7 @@ func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start
 			return reply // an input round of a held call
 		}
 	}
-	if pl.o.Trail != nil {
+	if pl.record != nil {
 		pl.Audit(c, rt, start, &reply, err)
 	}
 	return reply

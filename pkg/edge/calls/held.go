@@ -28,20 +28,33 @@ import (
 // the held call, which goes on to its result or to its next request.
 //
 // The held call lives on the edge that started it. A retry that reaches
-// another edge of the group is refused with an error naming that edge
-// (the call is never run twice, and the retry never hangs); a retry that
-// comes after its input request expired is refused likewise. Bounds: held
-// calls per edge and per caller, how long an input request waits for its
-// retry, and the pool's call timeout over the whole call.
+// another edge of the group is forwarded to that edge over NATS when the
+// edges have a relay (Options.Peers: heldpeer.go), which answers it; with
+// none, or when the holder does not answer, it is refused with an error
+// naming that edge (the call is never run twice, and the retry never
+// hangs); a retry that comes after its input request expired is refused
+// likewise. Bounds: held calls per edge and per caller, how long an input
+// request waits for its retry (Options.HeldWait), and the pool's call
+// timeout over the whole call.
 
 // Bounds of held calls.
 const (
 	maxHeld            = 256
 	maxHeldPerIdentity = 16
-	// HeldWait is how long a held call's input request waits for the retry
-	// that answers it: then the backend is answered with an error.
-	HeldWait = 60 * time.Second
+	// DefaultHeldWait is Options.HeldWait's default.
+	DefaultHeldWait = 60 * time.Second
 )
+
+// heldWait is how long a held call's input request waits for the retry
+// that answers it (then the backend is answered with an error), and how
+// long its result waits for a request to take it (then the call ends,
+// recorded in the call trail).
+func (pl *Plane) heldWait() time.Duration {
+	if pl.o.HeldWait > 0 {
+		return pl.o.HeldWait
+	}
+	return DefaultHeldWait
+}
 
 // heldPrefix marks the inner requestState of a held call:
 // "held\x00<edge>\x00<id>\x00<round>".
@@ -60,13 +73,21 @@ type heldCalls struct {
 // heldCall is one held backend call.
 type heldCall struct {
 	id, ident string
-	caps      clientCaps
-	asks      chan *heldAsk      // from the backend's stream to the request waiting
-	done      chan backend.Reply // the call's end
-	taken     chan struct{}      // closed by the request that took the end
-	mu        sync.Mutex
-	pending   *heldAsk // the input request the client was given
-	round     int
+	// who is the caller the call's states are issued to (stateIdentity);
+	// call, rt and start are the call as it started, which a retry
+	// forwarded by another edge continues (heldpeer.go).
+	who     string
+	call    Call
+	rt      Route
+	start   time.Time
+	wait    time.Duration // Options.HeldWait
+	caps    clientCaps
+	asks    chan *heldAsk      // from the backend's stream to the request waiting
+	done    chan backend.Reply // the call's end
+	taken   chan struct{}      // closed by the request that took the end
+	mu      sync.Mutex
+	pending *heldAsk // the input request the client was given
+	round   int
 }
 
 // heldAsk is one request of the backend to the client.
@@ -100,7 +121,7 @@ func (c clientCaps) any() bool { return c.sampling || c.elicitation || c.roots }
 
 // start registers a new held call of ident; nil when a bound is reached
 // (the call then runs as one whose requests are refused).
-func (hc *heldCalls) start(ident string, caps clientCaps) *heldCall {
+func (hc *heldCalls) start(ident string, caps clientCaps, wait time.Duration) *heldCall {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
 	if hc.calls == nil {
@@ -109,7 +130,7 @@ func (hc *heldCalls) start(ident string, caps clientCaps) *heldCall {
 	if len(hc.calls) >= maxHeld || hc.per[ident] >= maxHeldPerIdentity {
 		return nil
 	}
-	h := &heldCall{id: rand.Text(), ident: ident, caps: caps, asks: make(chan *heldAsk, 1), done: make(chan backend.Reply, 1),
+	h := &heldCall{id: rand.Text(), ident: ident, caps: caps, wait: wait, asks: make(chan *heldAsk, 1), done: make(chan backend.Reply, 1),
 		taken: make(chan struct{})}
 	hc.calls[h.id] = h
 	hc.per[ident]++
@@ -137,7 +158,7 @@ func (hc *heldCalls) end(h *heldCall) {
 func (h *heldCall) Notify(string, json.RawMessage) {}
 
 // Ask gives the backend's request to the request waiting on the call and
-// waits for the client's answer (HeldWait at most).
+// waits for the client's answer (h.wait at most).
 func (h *heldCall) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	switch {
 	case method == "sampling/createMessage" && !h.caps.sampling:
@@ -153,7 +174,7 @@ func (h *heldCall) Ask(ctx context.Context, method string, params json.RawMessag
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	t := time.NewTimer(HeldWait)
+	t := time.NewTimer(h.wait)
 	defer t.Stop()
 	select {
 	case ans := <-a.answer:
@@ -174,11 +195,12 @@ func (pl *Plane) startHeld(c Call, rt Route, start time.Time) *heldCall {
 	if pl.o.Background == nil || !pl.o.Background.Hold() {
 		return nil
 	}
-	h := pl.held.start(c.Ident, capsOf(c.Stateless.Meta))
+	h := pl.held.start(c.Ident, capsOf(c.Stateless.Meta), pl.heldWait())
 	if h == nil {
 		pl.o.Background.Done()
 		return nil
 	}
+	h.who, h.call, h.rt, h.start = stateIdentity(c.TokenInfo, c.Ident), c, rt, start
 	go func() {
 		defer pl.o.Background.Done()
 		// The pool bounds the call by its timeout; Close ends it sooner.
@@ -187,18 +209,25 @@ func (pl *Plane) startHeld(c Call, rt Route, start time.Time) *heldCall {
 		if err != nil {
 			reply = pl.failed(c, rt, err)
 		}
-		h.done <- reply
-		t := time.NewTimer(HeldWait)
-		defer t.Stop()
-		select {
-		case <-h.taken: // a request answered its client with it (and audits it)
-		case <-t.C:
-			pl.abandoned(c, rt, h, start, err)
-		case <-pl.heldCtx.Done():
-			pl.abandoned(c, rt, h, start, err)
-		}
+		pl.endHeld(c, rt, h, start, reply, err)
 	}()
 	return h
+}
+
+// endHeld gives reply, the end of held call h, to the request waiting for
+// it, or ends the call when no request takes it within h.wait (or at
+// Close).
+func (pl *Plane) endHeld(c Call, rt Route, h *heldCall, start time.Time, reply backend.Reply, err error) {
+	h.done <- reply
+	t := time.NewTimer(h.wait)
+	defer t.Stop()
+	select {
+	case <-h.taken: // a request answered its client with it (and audits it)
+	case <-t.C:
+		pl.abandoned(c, rt, h, start, err)
+	case <-pl.heldCtx.Done():
+		pl.abandoned(c, rt, h, start, err)
+	}
 }
 
 // abandoned ends held call h whose result no request took, and records it.
@@ -206,7 +235,7 @@ func (pl *Plane) abandoned(c Call, rt Route, h *heldCall, start time.Time, err e
 	pl.held.end(h)
 	select {
 	case reply := <-h.done:
-		if pl.o.Trail != nil {
+		if pl.record != nil {
 			pl.Audit(c, rt, start, &reply, err)
 		}
 	default: // taken meanwhile
@@ -254,7 +283,7 @@ func (pl *Plane) askClient(c Call, rt Route, h *heldCall, a *heldAsk, now time.T
 	round := strconv.Itoa(h.round)
 	h.mu.Unlock()
 	inner := heldPrefix + pl.o.Edge + "\x00" + h.id + "\x00" + round
-	state, err := pl.sealer.Seal(heldBinding(c, rt), inner, now.Add(HeldWait))
+	state, err := pl.sealer.Seal(heldBinding(c, rt), inner, now.Add(h.wait))
 	if err != nil {
 		return nil, err
 	}
@@ -272,19 +301,24 @@ func heldBinding(c Call, rt Route) inputstate.Binding {
 
 // continueHeld answers the pending input request of the held call the
 // requestState inner names with the retry's input responses, and waits
-// for the call's next step.
+// for the call's next step. A call held on another edge is continued
+// there (continueElsewhere); its reply is not final here (the holder
+// records the call).
 func (pl *Plane) continueHeld(ctx context.Context, c Call, rt Route, inner string, now time.Time) (backend.Reply, bool, *jsonrpc.Error) {
-	parts := strings.Split(strings.TrimPrefix(inner, heldPrefix), "\x00")
-	if len(parts) != 3 {
-		return backend.Reply{}, false, stateRefused(c.Name, errors.New("requestState malformed"))
+	edge, id, round, err := parseHeld(inner)
+	if err != nil {
+		return backend.Reply{}, false, stateRefused(c.Name, err)
 	}
-	edge, id, round := parts[0], parts[1], parts[2]
 	if edge != pl.o.Edge {
-		return backend.Reply{}, false, stateRefused(c.Name, fmt.Errorf("the call this requestState continues is held open on edge %q: its retry must reach that edge", edge))
+		reply, je := pl.continueElsewhere(ctx, c, rt, edge, now)
+		return reply, false, je
 	}
 	h := pl.held.get(id)
 	if h == nil {
-		return backend.Reply{}, false, stateRefused(c.Name, errors.New("the call this requestState continues is no longer held (it ended, or its input request expired)"))
+		return backend.Reply{}, false, stateRefused(c.Name, errHeldGone)
+	}
+	if h.who != stateIdentity(c.TokenInfo, c.Ident) {
+		return backend.Reply{}, false, stateRefused(c.Name, errHeldForeign)
 	}
 	h.mu.Lock()
 	a := h.pending
@@ -304,6 +338,21 @@ func (pl *Plane) continueHeld(ctx context.Context, c Call, rt Route, inner strin
 	}
 	reply, final := pl.await(ctx, c, rt, h, now)
 	return reply, final, nil
+}
+
+// Refusals of a retry of a held call.
+var (
+	errHeldGone    = errors.New("the call this requestState continues is no longer held (it ended, or its input request expired)")
+	errHeldForeign = errors.New("requestState was issued to another caller")
+)
+
+// parseHeld splits the inner state of a held call's round.
+func parseHeld(inner string) (edge, id, round string, err error) {
+	parts := strings.Split(strings.TrimPrefix(inner, heldPrefix), "\x00")
+	if !strings.HasPrefix(inner, heldPrefix) || len(parts) != 3 {
+		return "", "", "", errors.New("requestState malformed")
+	}
+	return parts[0], parts[1], parts[2], nil
 }
 
 // inputRequired is the input-required result asking reqs with state (the

@@ -12,25 +12,25 @@ func TestHeldBounds(t *testing.T) {
 	var hc heldCalls
 	var alice []*heldCall
 	for range maxHeldPerIdentity {
-		h := hc.start("alice", clientCaps{elicitation: true})
+		h := hc.start("alice", clientCaps{elicitation: true}, DefaultHeldWait)
 		if h == nil {
 			t.Fatal("alice refused below her bound")
 		}
 		alice = append(alice, h)
 	}
-	if hc.start("alice", clientCaps{}) != nil {
+	if hc.start("alice", clientCaps{}, DefaultHeldWait) != nil {
 		t.Fatal("alice held more than maxHeldPerIdentity calls")
 	}
 	hc.end(alice[0])
-	if hc.start("alice", clientCaps{}) == nil {
+	if hc.start("alice", clientCaps{}, DefaultHeldWait) == nil {
 		t.Fatal("an ended call's room not given back")
 	}
 	for i := 0; len(hc.calls) < maxHeld; i++ {
-		if hc.start("user-"+strconv.Itoa(i/maxHeldPerIdentity), clientCaps{}) == nil {
+		if hc.start("user-"+strconv.Itoa(i/maxHeldPerIdentity), clientCaps{}, DefaultHeldWait) == nil {
 			t.Fatalf("refused at %d held calls, below maxHeld", len(hc.calls))
 		}
 	}
-	if hc.start("bob", clientCaps{}) != nil {
+	if hc.start("bob", clientCaps{}, DefaultHeldWait) != nil {
 		t.Fatal("more than maxHeld calls held")
 	}
 }

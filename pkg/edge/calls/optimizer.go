@@ -163,7 +163,7 @@ func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.Reques
 		reply := backend.Reply{Res: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("tool %q is not available: no advertisable backend of group %q serves it now (it may have been removed or its backend is unhealthy); use find_tool to search again",
 				name, pl.o.Group)}}}}
-		if pl.o.Trail != nil {
+		if pl.record != nil {
 			pl.Audit(c, rt, start, &reply, err)
 		}
 		return reply.Decoded(), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +50,18 @@ type Options struct {
 	Owners *sessionstore.OwnerKey
 	// Trail records every tools/call; nil records none.
 	Trail *calltrail.Trail
-	Log   zerolog.Logger
+	// HeldWait is how long the input request of a call held for a
+	// 2026-07-28 client waits for the retry that answers it, and the
+	// call's result for a request to take it (held.go); default
+	// DefaultHeldWait.
+	HeldWait time.Duration
+	// Peers forwards the retry of a call held on another edge to that
+	// edge (heldpeer.go); nil: such a retry is refused naming the edge.
+	// PeerWait bounds how long a forwarded retry waits for the holder's
+	// answer (default DefaultPeerWait).
+	Peers    HeldPeers
+	PeerWait time.Duration
+	Log      zerolog.Logger
 	// Tracer makes the calls' spans; nil for none.
 	Tracer trace.Tracer
 	// Registry takes the plane's metrics; nil for none.
@@ -86,6 +98,7 @@ type Plane struct {
 	held         heldCalls
 	heldCtx      context.Context // of held calls; ended by Close
 	heldStop     context.CancelFunc
+	record       func(calltrail.Entry) // the trail's Record; nil: none kept
 }
 
 // New returns a plane with options o.
@@ -105,6 +118,9 @@ func New(o Options) *Plane {
 		pl.tracer, pl.traced = o.Tracer, true
 	}
 	pl.heldCtx, pl.heldStop = context.WithCancel(context.Background())
+	if o.Trail != nil {
+		pl.record = o.Trail.Record
+	}
 	if pl.sealer = o.InputState; pl.sealer == nil {
 		pl.sealer = inputstate.NewRandom()
 	}

@@ -284,7 +284,7 @@ func (pl *Plane) tasksChanged(s *session.Session) {
 // trail records a task-augmented call in the call trail (when one is
 // kept): raw is what the backend answered, failure why it failed.
 func (pl *Plane) trail(c Call, rt Route, start time.Time, raw json.RawMessage, failure error) {
-	if pl.o.Trail == nil {
+	if pl.record == nil {
 		return
 	}
 	reply := backend.Reply{Raw: raw}

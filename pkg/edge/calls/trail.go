@@ -43,5 +43,5 @@ func (pl *Plane) Audit(c Call, rt Route, start time.Time, reply *backend.Reply, 
 			}
 		}
 	}
-	pl.o.Trail.Record(ent)
+	pl.record(ent)
 }

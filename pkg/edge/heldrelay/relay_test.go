@@ -1,0 +1,83 @@
+package heldrelay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
+)
+
+// runRelay runs a relay of edge on conn with handle until the test ends.
+func runRelay(t *testing.T, nc *nats.Conn, edge string, handle func(context.Context, *Retry) *Outcome) *Relay {
+	t.Helper()
+	rl := New(Options{Conn: nc, Edge: edge, Handle: handle})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return rl
+}
+
+// TestRelay: a retry reaches the holder's handler and its outcome comes
+// back; a holder nobody runs is ErrHolderGone, a slow one ErrHolderTimeout;
+// an answer over the connection's max payload is replaced by an error
+// saying so.
+func TestRelay(t *testing.T) {
+	url := natstest.Start(t).ClientURL()
+	holder := natstest.Connect(t, url)
+	var got atomic.Pointer[Retry]
+	runRelay(t, holder, "edge-a", func(ctx context.Context, r *Retry) *Outcome {
+		got.Store(r)
+		switch r.Tool {
+		case "slow":
+			<-ctx.Done()
+			return &Outcome{Code: codeInternal, Message: "late"}
+		case "huge":
+			return &Outcome{Result: json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", int(holder.MaxPayload())) + `"}]}`), Final: true}
+		}
+		return &Outcome{Result: json.RawMessage(`{"content":[]}`), Final: true}
+	})
+	if err := holder.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fwd := New(Options{Conn: natstest.Connect(t, url), Edge: "edge-b"})
+	ctx := context.Background()
+	retry := func(tool string, wait time.Duration) *Retry {
+		return &Retry{Identity: "ident\x00alice", Tool: tool, Backend: "b", State: "fg1.s", Responses: json.RawMessage(`{"input-1":{}}`),
+			WaitMillis: wait.Milliseconds()}
+	}
+	out, err := fwd.Continue(ctx, "edge-a", retry("t", 5*time.Second))
+	if r := got.Load(); err != nil || !out.Final || string(out.Result) != `{"content":[]}` || r == nil || r.Identity != "ident\x00alice" {
+		t.Fatalf("Continue: %+v, %v (handler got %+v)", out, err, r)
+	}
+	if _, err := fwd.Continue(ctx, "edge-gone", retry("t", 5*time.Second)); !errors.Is(err, ErrHolderGone) {
+		t.Fatalf("to a holder nobody runs: %v; want ErrHolderGone", err)
+	}
+	if _, err := fwd.Continue(ctx, "edge-a", retry("slow", 50*time.Millisecond)); !errors.Is(err, ErrHolderTimeout) {
+		t.Fatalf("to a slow holder: %v; want ErrHolderTimeout", err)
+	}
+	out, err = fwd.Continue(ctx, "edge-a", retry("huge", 5*time.Second))
+	if err != nil || out.Code != codeInternal || !strings.Contains(out.Message, "max_payload") {
+		t.Fatalf("an answer over the max payload: %+v, %v; want an error saying so", out, err)
+	}
+	raw, _ := json.Marshal(map[string]string{"identity": "x"})
+	msg, err := natstest.Connect(t, url).Request(Subject("edge-a"), raw, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := DecodeOutcome(msg.Data); err != nil || o.Code != codeInvalidParams {
+		t.Fatalf("a malformed retry: %+v, %v; want invalid params", o, err)
+	}
+}
