@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
@@ -62,6 +64,7 @@ type Edge struct {
 	// rebuilder rebuilds sessions held elsewhere from their records.
 	ledger    *ledger.Ledger
 	servers   *sessionserver.Servers
+	slots     callslot.Table // of the calls the go-sdk serves
 	answers   *direct.Answers
 	rebuilder *rebuild.Rebuilder
 	// relay forwards retries of held calls to their holders and takes
@@ -188,7 +191,7 @@ func (e *Edge) wire() {
 	impl := &mcp.Implementation{Name: "fleetgate-edge", Title: "fleetgate " + opts.Group, Version: "0.1.0"}
 	// A session a request makes takes the room the gate reserved for it.
 	open := func(r *http.Request, s *session.Session) { e.reg.OpenReserved(s, admittedOf(r).reservation()) }
-	e.servers = sessionserver.New(sessionserver.Options{Sessions: e.reg, Calls: e.calls, Impl: impl, Logger: e.slog, Open: open,
+	e.servers = sessionserver.New(sessionserver.Options{Sessions: e.reg, Calls: e.calls, Impl: impl, Logger: e.slog, Open: open, Slots: &e.slots,
 		Evidence: e.ledger, Spans: e.spans, Passthrough: opts.Mode == ModePassthrough,
 		Caps: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -29,18 +31,20 @@ const maxBody = 4 << 20
 // initialize, and each 2026-07-28 subscriptions/listen stream gets one for
 // as long as it is open. Other 2026-07-28 requests share one server.
 func (e *Edge) mcpHandler() http.Handler {
-	stateful := mcp.NewStreamableHTTPHandler(e.servers.Stateful, &mcp.StreamableHTTPOptions{
-		SessionTimeout: e.opts.SessionTimeout, Logger: e.slog})
-	stateless := mcp.NewStreamableHTTPHandler(e.servers.Stateless, &mcp.StreamableHTTPOptions{
-		Stateless: true, Logger: e.slog})
+	stateful := withSlots(&e.slots, mcp.NewStreamableHTTPHandler(e.servers.Stateful, &mcp.StreamableHTTPOptions{
+		SessionTimeout: e.opts.SessionTimeout, Logger: e.slog}))
+	stateless := withSlots(&e.slots, mcp.NewStreamableHTTPHandler(e.servers.Stateless, &mcp.StreamableHTTPOptions{
+		Stateless: true, Logger: e.slog}))
 	mux := http.NewServeMux()
 	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
 		mux.Handle("GET "+e.bearer.MetadataPath(), e.bearer.Metadata())
 	}
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(rebuild.ReplayHeader) != "" { // a client may not send the edge's own replay marker
-			http.Error(w, "reserved header "+rebuild.ReplayHeader, http.StatusBadRequest)
-			return
+		for _, h := range reservedHeaders { // a client may not send the edge's own markers
+			if _, sent := r.Header[h]; sent {
+				http.Error(w, "reserved header "+h, http.StatusBadRequest)
+				return
+			}
 		}
 		r, a, ok := e.admitHTTP(w, r)
 		defer a.end() // the call slots, once the response is written (a lane gives them back sooner)
@@ -53,6 +57,28 @@ func (e *Edge) mcpHandler() http.Handler {
 		e.serve(stateful, stateless, w, r, a)
 	})
 	return mux
+}
+
+// reservedHeaders are the headers the edge sets on a request for its own
+// handlers (canonical form): a client's request carrying one is refused.
+var reservedHeaders = []string{http.CanonicalHeaderKey(rebuild.ReplayHeader), http.CanonicalHeaderKey(callslot.Header)}
+
+// withSlots serves h, a go-sdk handler, handing the call slots of the
+// request (admitted by the gate) to the calls it carries: held until the
+// last of them ends, not only until the response is written or the
+// client gone (package callslot).
+func withSlots(t *callslot.Table, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := admittedOf(r)
+		if a == nil || a.release == nil || a.body == nil || a.body.Calls() == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		token, done := t.Hold(a.release)
+		a.release = done
+		r.Header.Set(callslot.Header, token)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // initialize serves an initialize of the session-based protocol: the

@@ -3,6 +3,7 @@ package sessionserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,6 +42,11 @@ func (sv *Servers) receiving(s *session.Session) mcp.Middleware {
 			case *mcp.ListResourcesRequest:
 				return sv.cached(view.ListResources(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
 			case *mcp.CallToolRequest:
+				// The call holds its request's slots while it runs, and
+				// ends if its client leaves first (package callslot).
+				var end func()
+				ctx, end = sv.o.Slots.Begin(ctx, headerOf(r.GetExtra()))
+				defer end()
 				c := calls.Call{Session: s, Ident: sv.o.Calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
 					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
 					Relay: sv.o.Calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())}
@@ -151,6 +157,15 @@ func (sv *Servers) cached(res mcp.Result, err error) (mcp.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// headerOf is the HTTP header of the request extra came with (nil for
+// none).
+func headerOf(extra *mcp.RequestExtra) http.Header {
+	if extra == nil {
+		return nil
+	}
+	return extra.Header
 }
 
 // clientError is err, the failure of a backend request of session s, as

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
@@ -42,6 +44,10 @@ type Options struct {
 	// Open registers s, the session request r made (nil:
 	// Sessions.Open).
 	Open func(r *http.Request, s *session.Session)
+	// Slots are the concurrency slots of the requests the go-sdk
+	// serves: a tools/call holds its request's for as long as it runs
+	// (nil: calls run as they are).
+	Slots *callslot.Table
 }
 
 // Servers makes the session servers of one edge.
