@@ -110,12 +110,18 @@ func TestPortsByFlags(t *testing.T) {
 				Backends []struct{ Name, URL, Status string }
 			}
 		}
-		if json.NewDecoder(resp.Body).Decode(&st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Backends) != 2 {
+		if json.NewDecoder(resp.Body).Decode(&st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Backends) != 3 {
 			return false
 		}
 		for _, b := range st.Groups[0].Backends {
+			if b.Status != "healthy" {
+				return false
+			}
+			if b.Name == "notes" { // the stdio backend: no URL
+				continue
+			}
 			want := map[string]string{"alpha": alpha, "beta": beta}[b.Name]
-			if b.Status != "healthy" || b.URL != "http://"+want+"/mcp" {
+			if b.URL != "http://"+want+"/mcp" {
 				return false
 			}
 		}

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +24,8 @@ func TestDemoServesStdioBackend(t *testing.T) {
 	dir := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd, out, done, _ := startDemo(t, ctx)
+	cmd, out, done, pids := startDemo(t, ctx)
+	parents := map[int]bool{pids["controller"]: true, pids["edge"]: true}
 	defer func() { _ = cmd.Process.Kill() }()
 
 	cl := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "1"}, nil)
@@ -46,7 +47,8 @@ func TestDemoServesStdioBackend(t *testing.T) {
 	if err != nil || res.IsError || text0(res) != "notes: hi" {
 		t.Fatalf("notes_echo: %v %+v", err, res)
 	}
-	if running := stdioInstances(t, dir); len(running) != 2 {
+	running := stdioInstances(t, dir, parents)
+	if len(running) != 2 {
 		t.Errorf("stdio instances while the demo runs: %v, want the controller's and the edge's", running)
 	}
 
@@ -62,8 +64,10 @@ func TestDemoServesStdioBackend(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("demo did not stop after SIGINT\n%s", out)
 	}
-	if left := stdioInstances(t, dir); len(left) != 0 {
-		t.Errorf("stdio instances left after the demo stopped: %v", left)
+	for _, pid := range running {
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+			t.Errorf("stdio instance %d left after the demo stopped", pid)
+		}
 	}
 }
 
@@ -90,9 +94,9 @@ func text0(res *mcp.CallToolResult) string {
 	return ""
 }
 
-// stdioInstances are the PIDs of processes running dir's demo binary as
-// the stdio backend notes.
-func stdioInstances(t *testing.T, dir string) []int {
+// stdioInstances are the PIDs of the processes running dir's demo binary
+// as the stdio backend notes whose parent is one of parents.
+func stdioInstances(t *testing.T, dir string, parents map[int]bool) []int {
 	t.Helper()
 	want := []byte(filepath.Join(dir, "demo") + "\x00backend\x00--name\x00notes\x00--stdio")
 	entries, err := os.ReadDir("/proc")
@@ -106,13 +110,19 @@ func stdioInstances(t *testing.T, dir string) []int {
 			continue
 		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if errors.Is(err, os.ErrNotExist) || err != nil {
+		if err != nil || !bytes.HasPrefix(b, want) {
 			continue
 		}
-		if bytes.HasPrefix(b, want) {
-			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && bytes.Contains(st, []byte(") Z ")) {
-				continue // a zombie its parent has not reaped yet is no process left running
-			}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, the last ')' ends it.
+		fields := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); parents[ppid] {
 			pids = append(pids, pid)
 		}
 	}
