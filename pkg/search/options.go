@@ -48,6 +48,13 @@ type Options struct {
 	LexiconWeight    float64
 	DerivationWeight float64
 
+	// GlossWeight is how much a term of the definition WordNet gives a
+	// query noun's most frequent sense counts ("invoice": itemized,
+	// statement, money): the words that define a thing are the words a
+	// tool about it may use instead. Default DefaultGlossWeight; negative
+	// disables.
+	GlossWeight float64
+
 	// CoverageWeight and NameCoverageWeight rescore the candidates in a
 	// second pass: a tool's BM25F score is multiplied by
 	// 1 + CoverageWeight·c + NameCoverageWeight·n, where c is the share
@@ -76,6 +83,7 @@ const (
 
 	DefaultLexiconWeight      = 0.2
 	DefaultDerivationWeight   = 0.2
+	DefaultGlossWeight        = 0.4
 	DefaultCoverageWeight     = 12
 	DefaultNameCoverageWeight = 3
 	DefaultGroupWeight        = 0.8
@@ -144,7 +152,8 @@ func resolve(o *Options) resolved {
 	r.synWeight = pick(in.SynonymWeight, DefaultSynonymWeight)
 	r.lexWeight = pick(in.LexiconWeight, DefaultLexiconWeight)
 	r.derWeight = pick(in.DerivationWeight, DefaultDerivationWeight)
-	if r.lexWeight > 0 || r.derWeight > 0 {
+	r.glossWeight = pick(in.GlossWeight, DefaultGlossWeight)
+	if r.lexWeight > 0 || r.derWeight > 0 || r.glossWeight > 0 {
 		r.lexicon = defaultLexicon()
 	}
 	r.coverage = pick(in.CoverageWeight, DefaultCoverageWeight)

@@ -138,6 +138,7 @@ type expansion struct {
 	synWeight            float64 // Options.Synonyms
 	lexicon              *lexicon
 	lexWeight, derWeight float64 // WordNet synonyms and derivations
+	glossWeight          float64 // terms of WordNet noun definitions
 }
 
 // expandQuery turns the query's tokens into weighted terms: every distinct
@@ -181,6 +182,11 @@ func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool)
 		if x.lexicon != nil && x.derWeight > 0 {
 			for der := range x.lexicon.derived(t) {
 				add(der, x.derWeight, o)
+			}
+		}
+		if x.lexicon != nil && x.glossWeight > 0 {
+			for gw := range x.lexicon.gloss(t) {
+				add(gw, x.glossWeight, o)
 			}
 		}
 	}

@@ -97,3 +97,57 @@ func TestAblation(t *testing.T) {
 		}
 	}
 }
+
+// fitted are the options chosen on the tuning corpus alone, never with
+// the project's catalog: those added since the evaluation corpus exists.
+var fitted = []param{
+	{"GlossWeight", func(o *Options) *float64 { return &o.GlossWeight }, []float64{-1, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5}},
+}
+
+// coordinateAscent maximises score over params from start: each round
+// tries every value of every parameter in turn and keeps any that raises
+// the score; it stops after a round without gain.
+func coordinateAscent(t *testing.T, start Options, params []param, score func(Options) float64) Options {
+	opts, best := start, score(start)
+	for round := range 6 {
+		improved := false
+		for _, p := range params {
+			for _, v := range p.values {
+				o := opts
+				*p.field(&o) = v
+				s := score(o)
+				t.Logf("round %d: %s=%v objective %.4f", round, p.name, v, s)
+				if s > best+1e-9 {
+					best, opts, improved = s, o, true
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return opts
+}
+
+// TestFitOnTune runs coordinate ascent over the fitted options on the
+// tuning corpus alone, starting from the defaults, and logs each value's
+// objective and the best options' figures on every corpus. It changes
+// nothing: the defaults are set by hand from its output.
+//
+//	go test -run TestFitOnTune -v ./pkg/search -args -tune
+func TestFitOnTune(t *testing.T) {
+	if !*tune {
+		t.Skip("run with -args -tune")
+	}
+	docs, qs := loadCorpus(t, tuneCorpus)
+	opts := coordinateAscent(t, Options{}, fitted, func(o Options) float64 {
+		return objective(evaluate(Build(docs, &o), qs))
+	})
+	for _, p := range fitted {
+		t.Logf("best %s=%v", p.name, *p.field(&opts))
+	}
+	for _, c := range corpora {
+		d, q := loadCorpus(t, c)
+		t.Logf("%-8s fitted  %s", c.name, evaluate(Build(d, &opts), q))
+	}
+}
