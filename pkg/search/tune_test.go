@@ -86,6 +86,7 @@ func TestAblation(t *testing.T) {
 		{"no curated synonyms", Options{SynonymWeight: -1}},
 		{"no WordNet synonyms", Options{LexiconWeight: -1}},
 		{"no derivations", Options{DerivationWeight: -1}},
+		{"no glosses", Options{GlossWeight: -1}},
 		{"no coverage", Options{CoverageWeight: -1, NameCoverageWeight: -1}},
 		{"no groups", Options{GroupWeight: -1}},
 		{"no schema", Options{Weights: Weights{ParamName: -1, ParamDescription: -1}}},
@@ -144,7 +145,7 @@ func TestFitOnTune(t *testing.T) {
 		return objective(evaluate(Build(docs, &o), qs))
 	})
 	for _, p := range fitted {
-		t.Logf("best %s=%v", p.name, *p.field(&opts))
+		t.Logf("best %s=%v (0: the default)", p.name, *p.field(&opts))
 	}
 	for _, c := range corpora {
 		d, q := loadCorpus(t, c)
