@@ -61,8 +61,8 @@ type Options struct {
 	// of the query's words (weighted by idf; a word matched only through
 	// an added term counts half) the tool matches in any field, and n the
 	// share it matches in its name or title. Defaults
-	// DefaultCoverageWeight and DefaultNameCoverageWeight; negative
-	// disables.
+	// DefaultCoverageWeight and DefaultNameCoverageWeight (0: name
+	// coverage is off unless set); negative disables.
 	CoverageWeight     float64
 	NameCoverageWeight float64
 
@@ -84,8 +84,8 @@ const (
 	DefaultLexiconWeight      = 0.2
 	DefaultDerivationWeight   = 0.2
 	DefaultGlossWeight        = 0.4
-	DefaultCoverageWeight     = 12
-	DefaultNameCoverageWeight = 3
+	DefaultCoverageWeight     = 15
+	DefaultNameCoverageWeight = 0 // off: with GlossWeight, name coverage lost on the tuning corpus
 	DefaultGroupWeight        = 0.8
 )
 
