@@ -11,14 +11,16 @@
 // out common abbreviations ("repo", "k8s", "PR"), and [Stem]. A query
 // first loses the words agents frame it with ("I need a tool to", "help
 // me"); each remaining term is then expanded at reduced weights with the
-// curated synonyms ([DefaultSynonyms]) and with the synonyms and derived
-// words of an English lexicon derived from WordNet 3.0 (embedded, with its
-// licence, in wordnet/; built by internal/wordnetgen). A second pass
+// curated synonyms ([DefaultSynonyms]) and with the synonyms, derived
+// words and, for a noun, the first words of its definition, from an
+// English lexicon derived from WordNet 3.0 (embedded, with its licence, in
+// wordnet/; built by internal/wordnetgen). A second pass
 // rescales each matching tool's score by the share of the query's words
 // it covers, in any field and in its name or title, and adds the score of
 // its group (its backend, by default the name's prefix) as a whole.
 // Options.Weights and the other defaults were chosen on a tuning corpus and
-// checked on a held-out one (testdata/tune, testdata/eval; see the README).
+// checked on a held-out one (testdata/tune, testdata/eval; see
+// docs/benchmarks.md).
 //
 // An [Index] is immutable once [Build] returns it, so it is searched
 // concurrently without locks; a catalog change means building a new index

@@ -85,7 +85,7 @@ func TestCorpusFigures(t *testing.T) {
 // are not reached yet). Raise the floor when the figures rise; never tune
 // on this corpus.
 func TestEvalCorpusFloor(t *testing.T) {
-	floor := figures{R1: 0.69, R3: 0.83, R8: 0.95, MRR: 0.79}
+	floor := figures{R1: 0.72, R3: 0.85, R8: 0.95, MRR: 0.80}
 	docs, qs := loadCorpus(t, evalCorpus)
 	got := evaluate(Build(docs, nil), qs)
 	t.Logf("eval %s", got)

@@ -48,14 +48,21 @@ type Options struct {
 	LexiconWeight    float64
 	DerivationWeight float64
 
+	// GlossWeight is how much a term of the definition WordNet gives a
+	// query noun's most frequent sense counts ("invoice": itemized,
+	// statement, money): the words that define a thing are the words a
+	// tool about it may use instead. Default DefaultGlossWeight; negative
+	// disables.
+	GlossWeight float64
+
 	// CoverageWeight and NameCoverageWeight rescore the candidates in a
 	// second pass: a tool's BM25F score is multiplied by
 	// 1 + CoverageWeight·c + NameCoverageWeight·n, where c is the share
 	// of the query's words (weighted by idf; a word matched only through
 	// an added term counts half) the tool matches in any field, and n the
 	// share it matches in its name or title. Defaults
-	// DefaultCoverageWeight and DefaultNameCoverageWeight; negative
-	// disables.
+	// DefaultCoverageWeight and DefaultNameCoverageWeight (0: name
+	// coverage is off unless set); negative disables.
 	CoverageWeight     float64
 	NameCoverageWeight float64
 
@@ -76,8 +83,9 @@ const (
 
 	DefaultLexiconWeight      = 0.2
 	DefaultDerivationWeight   = 0.2
-	DefaultCoverageWeight     = 12
-	DefaultNameCoverageWeight = 3
+	DefaultGlossWeight        = 0.4
+	DefaultCoverageWeight     = 15
+	DefaultNameCoverageWeight = 0 // off: with GlossWeight, name coverage lost on the tuning corpus
 	DefaultGroupWeight        = 0.8
 )
 
@@ -144,7 +152,8 @@ func resolve(o *Options) resolved {
 	r.synWeight = pick(in.SynonymWeight, DefaultSynonymWeight)
 	r.lexWeight = pick(in.LexiconWeight, DefaultLexiconWeight)
 	r.derWeight = pick(in.DerivationWeight, DefaultDerivationWeight)
-	if r.lexWeight > 0 || r.derWeight > 0 {
+	r.glossWeight = pick(in.GlossWeight, DefaultGlossWeight)
+	if r.lexWeight > 0 || r.derWeight > 0 || r.glossWeight > 0 {
 		r.lexicon = defaultLexicon()
 	}
 	r.coverage = pick(in.CoverageWeight, DefaultCoverageWeight)

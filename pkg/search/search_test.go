@@ -172,6 +172,9 @@ func TestQuestionIntent(t *testing.T) {
 	}{
 		{"which pods are crashing", true}, {"What's running?", true}, {"how many users", true},
 		{"list pods", false}, {"somewhat broken", false}, {"", false},
+		{"when was the file changed", true}, {"Is the pipeline green?", true}, {"did it pass", true},
+		{"is there a tool to create a ticket", false}, {"Are there tools for pods", false},
+		{"this is it", false}, {"is", false}, {"why is it slow", false},
 	}
 	for _, tt := range tests {
 		if got := isQuestion(tt.q); got != tt.want {

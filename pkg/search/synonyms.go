@@ -34,17 +34,28 @@ var DefaultSynonyms = [][]string{
 }
 
 // questionWords mark a query phrased as a question ("which pods are
-// crashing", "what meetings do I have"). A question asks to read state, so
-// expansion adds questionTerms for it. They are matched on the raw,
-// lower-cased words, before stop-word removal drops them.
+// crashing", "what meetings do I have", "when did it change"). A question
+// asks to read state, so expansion adds questionTerms for it. They are
+// matched on the raw, lower-cased words, before stop-word removal drops
+// them. "why" is not one: it asks for a cause, which a read tool named
+// after something else may hold.
+//
+// A yes/no question starts with an auxiliary verb ("is the pipeline
+// green", "did the deploy finish"): leadQuestionWords count only as a
+// query's first word, and not before "there" ("is there a tool to ..."
+// frames a request). "do" and "have" are left out: they also start
+// commands ("do a dry run").
 var (
-	questionWords = []string{"what", "which", "who", "how", "whats", "whos"}
-	questionTerms = []string{"list", "get", "show"}
+	questionWords     = []string{"what", "which", "who", "how", "whats", "whos", "when", "where"}
+	leadQuestionWords = []string{"is", "are", "was", "were", "did", "does", "has"}
+	questionTerms     = []string{"list", "get", "show"}
 )
 
-// isQuestion reports whether query contains one of questionWords.
+// isQuestion reports whether query contains one of questionWords or
+// starts with one of leadQuestionWords not followed by "there".
 func isQuestion(query string) bool {
-	start := -1
+	start, n := -1, 0 // n: words seen
+	lead := false     // the first word is a leadQuestionWord
 	for i := 0; i <= len(query); i++ {
 		letter := i < len(query) && ('a' <= query[i]|0x20 && query[i]|0x20 <= 'z')
 		switch {
@@ -53,7 +64,13 @@ func isQuestion(query string) bool {
 		case !letter && start >= 0:
 			w := lowerASCIIFast(query[start:i])
 			start = -1
-			if containsString(questionWords, w) {
+			n++
+			switch {
+			case containsString(questionWords, w):
+				return true
+			case n == 1:
+				lead = containsString(leadQuestionWords, w)
+			case n == 2 && lead && w != "there":
 				return true
 			}
 		}
@@ -121,6 +138,7 @@ type expansion struct {
 	synWeight            float64 // Options.Synonyms
 	lexicon              *lexicon
 	lexWeight, derWeight float64 // WordNet synonyms and derivations
+	glossWeight          float64 // terms of WordNet noun definitions
 }
 
 // expandQuery turns the query's tokens into weighted terms: every distinct
@@ -164,6 +182,11 @@ func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool)
 		if x.lexicon != nil && x.derWeight > 0 {
 			for der := range x.lexicon.derived(t) {
 				add(der, x.derWeight, o)
+			}
+		}
+		if x.lexicon != nil && x.glossWeight > 0 {
+			for gw := range x.lexicon.gloss(t) {
+				add(gw, x.glossWeight, o)
 			}
 		}
 	}

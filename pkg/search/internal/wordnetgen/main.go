@@ -9,12 +9,15 @@
 // lemmas of its most frequent senses (synonyms) and the lemmas its
 // derivational pointers of those senses lead to ("delete" → "deletion",
 // "payment" → "pay"), plus the irregular verb forms of the exception list
-// ("ran" → "run", "sent" → "send"). Nouns of lexicographer files that name no
+// ("ran" → "run", "sent" → "send"), and the first glossWords terms of the
+// definition of each noun's most frequent sense ("invoice" → "itemized
+// statement money"). Nouns of lexicographer files that name no
 // software concept (animals, plants, foods, body parts, substances,
 // places, natural objects, feelings, motives, shapes) are left out, and so
 // are proper nouns, so the table stays small.
 //
-// Output format, one entry a line, sorted: "term<TAB>synonyms<TAB>derived"
+// Output format, one entry a line, sorted:
+// "term<TAB>synonyms<TAB>derived<TAB>gloss"
 // with the words as index terms (package search's stop words dropped, its
 // stemmer applied, the words of one stem merged; space-separated), then
 // ">form<TAB>lemma" for irregular verb forms. The first lines are "#"
@@ -43,7 +46,7 @@ func main() {
 	dict := flag.String("dict", "/usr/share/wordnet", "directory of the WordNet database files")
 	out := flag.String("out", "wordnet/lexicon.txt.gz", "output file (gzip)")
 	flag.Parse()
-	g := &gen{syn: map[string]set{}, der: map[string]set{}, infl: map[string]string{}}
+	g := &gen{syn: map[string]set{}, der: map[string]set{}, infl: map[string]string{}, gloss: map[string]string{}}
 	for _, p := range parts {
 		if err := g.readPOS(*dict, p); err != nil {
 			log.Fatal(err)
@@ -66,8 +69,8 @@ func main() {
 	if err := os.WriteFile(*out, gz.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("wrote %s: %d bytes (%d uncompressed), %d synonym, %d derivation, %d inflection entries",
-		*out, gz.Len(), buf.Len(), len(g.syn), len(g.der), len(g.infl))
+	log.Printf("wrote %s: %d bytes (%d uncompressed), %d synonym, %d derivation, %d inflection, %d gloss entries",
+		*out, gz.Len(), buf.Len(), len(g.syn), len(g.der), len(g.infl), len(g.gloss))
 }
 
 // pos is one WordNet part of speech and how many of a lemma's senses,
@@ -90,7 +93,11 @@ type synset struct {
 	words []string // single-word lemmas, lower case; "" for ones left out
 	ptrs  []pointer
 	skip  bool
+	def   string // the gloss's definition, before its examples
 }
+
+// glossWords is how many terms of a noun's definition the table keeps.
+const glossWords = 3
 
 // pointer is a derivational ("+") pointer from word src of its synset
 // (1-based) to word dst of synset off.
@@ -104,6 +111,7 @@ type gen struct {
 	data      map[byte]map[string]*synset // by pos letter, by offset
 	syn, der  map[string]set
 	infl      map[string]string
+	gloss     map[string]string   // noun lemma → definition of its first sense
 	headwords map[string][]string // lemma → kept synset offsets, keyed "pos:offset"
 }
 
@@ -148,7 +156,7 @@ func (g *gen) readData(path string, letter byte) error {
 		if strings.HasPrefix(line, "  ") {
 			continue // licence header
 		}
-		body, _, _ := strings.Cut(line, " | ")
+		body, gloss, _ := strings.Cut(line, " | ")
 		fs := strings.Fields(body)
 		if len(fs) < 5 {
 			continue
@@ -158,7 +166,8 @@ func (g *gen) readData(path string, letter byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: word count %q: %w", path, fs[3], err)
 		}
-		s := &synset{skip: letter == 'n' && skipNounFiles[lexfile]}
+		def, _, _ := strings.Cut(gloss, ";")
+		s := &synset{skip: letter == 'n' && skipNounFiles[lexfile], def: strings.TrimSpace(def)}
 		i := 4
 		for range n {
 			w := fs[i]
@@ -228,10 +237,13 @@ func (g *gen) readIndex(path string, letter byte, senses int) error {
 		if len(offs) != cnt {
 			return fmt.Errorf("%s: %s: %d offsets, want %d", path, lemma, len(offs), cnt)
 		}
-		for _, off := range offs[:min(senses, len(offs))] {
+		for i, off := range offs[:min(senses, len(offs))] {
 			s := g.data[letter][off]
 			if s == nil || s.skip {
 				continue
+			}
+			if i == 0 && letter == 'n' {
+				g.gloss[lemma] = s.def
 			}
 			k := slices.Index(s.words, lemma)
 			for _, w := range s.words {
@@ -284,7 +296,10 @@ func (g *gen) readExceptions(path string) error {
 // write emits the table keyed by index term: words go through the index's
 // own stop-word list and stemmer, and the words of one stem are merged.
 func (g *gen) write(w *bytes.Buffer) {
-	type entry struct{ syn, der set }
+	type entry struct {
+		syn, der set
+		gloss    []string
+	}
 	byTerm := map[string]*entry{}
 	get := func(k string) *entry {
 		e := byTerm[k]
@@ -323,12 +338,29 @@ func (g *gen) write(w *bytes.Buffer) {
 			}
 		}
 	}
+	// Glosses: lemmas in order, so the words of one stem fill its
+	// glossWords terms in a fixed order.
+	for _, k := range slices.Sorted(maps.Keys(g.gloss)) {
+		kt := term(k)
+		if kt == "" {
+			continue
+		}
+		for _, t := range search.Tokenize(g.gloss[k]) {
+			e := get(kt)
+			if len(e.gloss) == glossWords {
+				break
+			}
+			if t != kt && !slices.Contains(e.gloss, t) {
+				e.gloss = append(e.gloss, t)
+			}
+		}
+	}
 	w.WriteString("# Derived from WordNet 3.0 by pkg/search/internal/wordnetgen; see LICENSE-WordNet.\n")
-	w.WriteString("# term<TAB>synonym terms<TAB>derived terms, then >irregular-form<TAB>lemma.\n")
+	w.WriteString("# term<TAB>synonym terms<TAB>derived terms<TAB>gloss terms, then >irregular-form<TAB>lemma.\n")
 	for _, k := range slices.Sorted(maps.Keys(byTerm)) {
 		e := byTerm[k]
-		fmt.Fprintf(w, "%s\t%s\t%s\n", k, strings.Join(slices.Sorted(maps.Keys(e.syn)), " "),
-			strings.Join(slices.Sorted(maps.Keys(e.der)), " "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k, strings.Join(slices.Sorted(maps.Keys(e.syn)), " "),
+			strings.Join(slices.Sorted(maps.Keys(e.der)), " "), strings.Join(e.gloss, " "))
 	}
 	for _, k := range slices.Sorted(maps.Keys(g.infl)) {
 		fmt.Fprintf(w, ">%s\t%s\n", k, g.infl[k])
