@@ -16,6 +16,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/ledger"
+	"github.com/fleetgate/fleetgate/pkg/edge/planner"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -79,7 +80,8 @@ type Edge struct {
 	reg    *session.Registry
 	shared *session.Session
 
-	notes eventNotes // of the group's events, between two batches (source.go)
+	notes eventNotes    // trace contexts of the group's events, between two batches (source.go)
+	loop  *planner.Loop // the resync loop over reader (resync.go)
 
 	// hj owns what runs off the request goroutines: taken-over streams,
 	// call lanes, session closes; Run waits for it last.
@@ -126,6 +128,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
 	e.reader = src(e)
+	e.loop = e.newPlanner()
 	var err error
 	if e.mcpLn, err = net.Listen("tcp", opts.Listen); err != nil {
 		return nil, fmt.Errorf("edge: listen %s: %w", opts.Listen, err)
@@ -222,8 +225,6 @@ func (e *Edge) Run(ctx context.Context) error {
 	defer cancel()
 	var failOnce sync.Once
 	var failed error
-	watch, stop := e.reader.Watch()
-	defer stop()
 	mcpSrv := &http.Server{Handler: e.lanes.Handler(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
 		IdleTimeout: e.opts.IdleTimeout, ConnContext: e.lanes.ConnContext}
 	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Role: "edge", Token: e.opts.AdminToken,
@@ -242,7 +243,7 @@ func (e *Edge) Run(ctx context.Context) error {
 			e.log.Error().Err(err).Msg("event log: not followed")
 		}
 	})
-	wg.Go(func() { e.follow(ctx, watch) })
+	wg.Go(func() { _ = e.loop.Run(ctx) })
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
 	stopRecords := e.startRecords()
 	mcpLn := h1.WriteDeadlineListener(e.mcpLn, e.opts.WriteTimeout, e.m.slowDropped.Inc)

@@ -212,15 +212,22 @@ func (l *Ledger) IdleEnded(s *session.Session) {
 // ViewApplied records a new view given to sessions (after a resync's
 // fan-out): the current digest and generation of their evidence.
 func (l *Ledger) ViewApplied(targets []*session.Session, next *view.Served) {
-	digest, gen := l.CurrentDigest(next), next.Gen
+	digest := l.CurrentDigest(next)
 	for _, s := range targets {
-		if s.Kind() == session.KindStateless {
-			continue
-		}
-		lag := s.Record().ViewApplied(digest, gen, next.Regions)
-		l.generationLag.Observe(float64(lag))
-		l.o.Records.Enqueue(s)
+		l.ViewAppliedTo(s, next, digest)
 	}
+}
+
+// ViewAppliedTo is ViewApplied for one session, digest being
+// CurrentDigest(next): a resync's fan-out calls it for each session in
+// the same pass that gives it next. Safe for concurrent use.
+func (l *Ledger) ViewAppliedTo(s *session.Session, next *view.Served, digest string) {
+	if s.Kind() == session.KindStateless {
+		return
+	}
+	lag := s.Record().ViewApplied(digest, next.Gen, next.Regions)
+	l.generationLag.Observe(float64(lag))
+	l.o.Records.Enqueue(s)
 }
 
 // Adopt gives a rebuilt session its stored record. A view that changed

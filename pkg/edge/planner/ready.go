@@ -35,6 +35,9 @@ type Ready struct {
 	// Backends are the advertised backends of the state's group, set
 	// when its group changed (even when no list did).
 	Backends map[string]events.BackendConfig
+	// Dropped are the definitions of the rebuilt view the go-sdk would
+	// refuse (not served; view.Served.Dropped).
+	Dropped []string
 	// View is the next served view and Prev the one it replaces; nil
 	// when no list changed.
 	View, Prev *view.Served
@@ -85,7 +88,7 @@ func (p *Planner) plan(st *events.State, now time.Time) Ready {
 	prev := p.served
 	next := view.Build(st.Generation, g, p.o.Separator, prev)
 	next.Regions = st.Regions
-	r.Backends = next.Backends
+	r.Backends, r.Dropped = next.Backends, next.Dropped
 	ch := view.Between(prev, next)
 	r.EventTime = p.takeTime(st)
 	if ch.None() {
