@@ -118,7 +118,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.empty.Index = view.NewIndex(e.empty, opts.PinnedTools, nil)
 	}
 	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
-		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
+		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty, NoDigest: opts.Mode == ModeOptimizer})
+	e.confirmed = confirmation{e.reg}
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
@@ -161,9 +162,9 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 func (e *Edge) wire() {
 	opts := &e.opts
 	e.ledger = ledger.New(&ledger.Options{Edge: opts.ID, Group: opts.Group, Mode: opts.Mode, Optimizer: opts.Mode == ModeOptimizer,
-		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed.gen,
-		ConfirmedRegions: &e.confirmed.regions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
-		Owners: opts.OwnerKey, Log: e.log, Registry: opts.Registry})
+		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg,
+		Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
+		Owners:   opts.OwnerKey, Log: e.log, Registry: opts.Registry})
 	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
@@ -336,8 +337,7 @@ func (e *Edge) startRecords() (stop func()) {
 // session forgotten (its resource subscriptions end).
 type sessionObserver struct{ e *Edge }
 
-func (o sessionObserver) Signalling(s *session.Session) func() { return o.e.ledger.Signalling(s) }
-func (o sessionObserver) Signalled(s *session.Session)         { o.e.ledger.Signalled(s) }
-func (o sessionObserver) StreamAttached(s *session.Session)    { o.e.ledger.StreamAttached(s) }
-func (o sessionObserver) Forgotten(s *session.Session)         { o.e.calls.Forget(s) }
-func (o sessionObserver) IdleEnded(s *session.Session)         { o.e.ledger.IdleEnded(s) }
+func (o sessionObserver) Signalled(s *session.Session)      { o.e.ledger.Signalled(s) }
+func (o sessionObserver) StreamAttached(s *session.Session) { o.e.ledger.StreamAttached(s) }
+func (o sessionObserver) Forgotten(s *session.Session)      { o.e.calls.Forget(s) }
+func (o sessionObserver) IdleEnded(s *session.Session)      { o.e.ledger.IdleEnded(s) }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/planner"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/spans"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/region"
@@ -86,40 +86,36 @@ func (n *eventNotes) takeTraces(st *events.State) (trace.SpanContext, []trace.Li
 }
 
 // confirmation is the state at which the served view was last found
-// current: its generation and, on merged regional logs, its vector.
-type confirmation struct {
-	gen     atomic.Uint64
-	regions atomic.Pointer[map[string]uint64] // nil on one log
-}
+// current: its generation and, on merged regional logs, its vector, held
+// by the session registry (Registry.Confirm), whose sessions' evidence
+// names it.
+type confirmation struct{ reg *session.Registry }
 
 // store records st as the state at which the served view was found
 // current; applied is the gauge of its generation.
-func (c *confirmation) store(st *events.State, applied prometheus.Gauge) {
-	if st.Regions != nil {
-		v := st.Regions
-		c.regions.Store(&v)
-	}
-	c.gen.Store(st.Generation)
+func (c confirmation) store(st *events.State, applied prometheus.Gauge) {
+	c.reg.Confirm(st.Generation, st.Regions)
 	applied.Set(float64(st.Generation))
 }
 
 // Load is the confirmed generation.
-func (c *confirmation) Load() uint64 { return c.gen.Load() }
+func (c confirmation) Load() uint64 {
+	gen, _ := c.reg.Confirmed()
+	return gen
+}
 
 // vector is the regional vector of the confirmed state (nil on one log).
-func (c *confirmation) vector() region.Vector {
-	if p := c.regions.Load(); p != nil {
-		return *p
+func (c confirmation) vector() region.Vector {
+	_, regions := c.reg.Confirmed()
+	if regions == nil {
+		return nil
 	}
-	return nil
+	return regions
 }
 
 // reflects reports whether the confirmed state includes generation g of
 // region r's log.
-func (c *confirmation) reflects(r string, g uint64) bool {
-	var regions map[string]uint64
-	if p := c.regions.Load(); p != nil {
-		regions = *p
-	}
-	return planner.Reflects(c.gen.Load(), regions, r, g)
+func (c confirmation) reflects(r string, g uint64) bool {
+	gen, regions := c.reg.Confirmed()
+	return planner.Reflects(gen, regions, r, g)
 }

@@ -222,7 +222,7 @@ func (s *Session) writePending(bits uint8, write func(int) error) bool {
 		var undo func()
 		evidence := bit == PendingTools && s.kind == KindSession // a listen stream keeps none
 		if evidence {
-			undo = g.obs.Signalling(s)
+			undo = s.signalling()
 		}
 		if err := write(i); err != nil {
 			if undo != nil {

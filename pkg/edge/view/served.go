@@ -53,6 +53,7 @@ type Served struct {
 	itemsOnce sync.Once
 	items     *policy.ItemSet
 	exec      executionsOnce // ToolExecutions
+	defs      toolDefsOnce   // ToolDefs
 }
 
 // Items is the view's tools, prompts and resources as the tool policy
