@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/planner"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -74,7 +75,8 @@ func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	return &memoryEdge{Edge: e, src: src, fleet: fl}
 }
 
-// up makes backend name advertisable with tools (none: its last ones)
+// up makes backend name advertisable with tools (none: its last ones;
+// each "name" or "name:description")
 // and publishes the state.
 func (m *memoryEdge) up(name string, tools ...string) uint64 {
 	return m.publish(m.withBackend(m.next(), name, true, tools))
@@ -83,6 +85,13 @@ func (m *memoryEdge) up(name string, tools ...string) uint64 {
 // down makes backend name unadvertisable and publishes the state.
 func (m *memoryEdge) down(name string) uint64 {
 	return m.publish(m.withBackend(m.next(), name, false, nil))
+}
+
+// settle lets every batch due be applied: a window's time passes (the
+// bubble's clock), and the loop is idle again.
+func (m *memoryEdge) settle() {
+	time.Sleep(m.opts.Coalesce + time.Millisecond)
+	synctest.Wait()
 }
 
 // next is the state after the published one, sharing its groups and
@@ -105,8 +114,9 @@ func (m *memoryEdge) withBackend(st *events.State, name string, adv bool, tools 
 	}
 	if tools != nil || b.Catalog == nil {
 		c := &events.Catalog{Digest: name + fmt.Sprint(tools)}
-		for _, n := range tools {
-			raw, _ := json.Marshal(map[string]any{"name": n, "inputSchema": map[string]string{"type": "object"}})
+		for _, n := range tools { // name, or name:description
+			n, desc, _ := strings.Cut(n, ":")
+			raw, _ := json.Marshal(map[string]any{"name": n, "description": desc, "inputSchema": map[string]string{"type": "object"}})
 			c.Tools = append(c.Tools, raw)
 		}
 		b.Catalog = c
@@ -203,4 +213,18 @@ func (l *listener) toolNames() map[string]bool {
 		names[n] = true
 	}
 	return names
+}
+
+// sees reports whether the client of l may see tool under the policy in
+// force (every tool without a subject).
+func (m *memoryEdge) sees(l *listener, tool string) bool {
+	sv := l.s.Served()
+	if _, ok := sv.Tools[tool]; !ok {
+		return false
+	}
+	sub := l.s.Subject()
+	if sub == nil {
+		return true
+	}
+	return m.calls.Visibility(m.calls.Policy(), *sub, sv.Items()).Allowed(policy.KindTool, tool)
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/policy"
 )
 
 // Ten flaps inside a burst reach a session as at most two notifications:
@@ -13,7 +15,7 @@ func TestFlappingCoalesces(t *testing.T) {
 		const window = time.Second
 		e := startMemoryEdge(t, &Options{Coalesce: window})
 		e.up("alpha", "echo")
-		synctest.Wait()
+		e.settle()
 		l := e.listen(t, "s1")
 		// Let the window the first change opened pass, so the burst's
 		// first flap is applied at once (the leading edge).
@@ -53,7 +55,7 @@ func TestUnchangedViewSendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := startMemoryEdge(t, &Options{Coalesce: 10 * time.Millisecond})
 		e.up("alpha", "echo")
-		synctest.Wait()
+		e.settle()
 		l := e.listen(t, "s1")
 		time.Sleep(time.Second)
 		e.otherGroup()
@@ -81,7 +83,7 @@ func TestPolicyAndViewInOneBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := startMemoryEdge(t, &Options{Coalesce: 10 * time.Millisecond})
 		e.up("alpha", "echo")
-		synctest.Wait()
+		e.settle()
 		l := e.listen(t, "s1")
 		time.Sleep(time.Second)
 		// One state: a tool added, and a policy hiding it.
@@ -96,6 +98,86 @@ func TestPolicyAndViewInOneBatch(t *testing.T) {
 		}
 		if p := e.calls.Policy(); p == nil || p.Generation() != gen {
 			t.Fatalf("policy in force %v; want the state's", p)
+		}
+	})
+}
+
+// A policy change reaches live sessions as list_changed, and what they
+// may see follows it; a session whose visible set did not change is not
+// told.
+func TestPolicyChangeNotifies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := startMemoryEdge(t, &Options{Coalesce: time.Millisecond})
+		e.up("alpha", "echo")
+		e.up("beta", "echo")
+		e.settle()
+		alice, bob := e.listen(t, "alice"), e.listen(t, "bob")
+		alice.s.SetSubject(new(policy.TokenSubject("https://issuer.test", "alice", "default", map[string]any{"roles": []any{}})))
+		bob.s.SetSubject(new(policy.TokenSubject("https://issuer.test", "bob", "default", map[string]any{"roles": []any{"ops"}})))
+		if !e.sees(alice, "beta_echo") || !e.sees(bob, "beta_echo") {
+			t.Fatal("without a policy, everyone sees beta")
+		}
+		time.Sleep(time.Second)
+		e.publish(withPolicy(t, e.next(), `{"rules":[{"name":"ops-only-beta","effect":"deny","tools":["beta_*"],"when":"!(\"ops\" in claims.roles)"}]}`))
+		synctest.Wait()
+		if n := alice.tools.Load(); n != 1 || e.sees(alice, "beta_echo") {
+			t.Fatalf("alice told %d times, sees beta %v; want told once, beta hidden", n, e.sees(alice, "beta_echo"))
+		}
+		if n := bob.tools.Load(); n != 0 || !e.sees(bob, "beta_echo") {
+			t.Fatalf("bob told %d times, sees beta %v; want not told, beta seen", n, e.sees(bob, "beta_echo"))
+		}
+		// Lifting the policy gives alice beta back.
+		time.Sleep(time.Second)
+		e.publish(withPolicy(t, e.next(), `{}`))
+		synctest.Wait()
+		if n := alice.tools.Load(); n != 2 || !e.sees(alice, "beta_echo") {
+			t.Fatalf("alice told %d times, sees beta %v; want 2, beta seen", n, e.sees(alice, "beta_echo"))
+		}
+		if n := bob.tools.Load(); n != 0 {
+			t.Fatalf("bob told %d times; want 0", n)
+		}
+	})
+}
+
+// In optimizer mode a session is told of tools only when a pinned tool
+// changed; every view change re-indexes.
+func TestOptimizerPinnedToolsNotify(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := startMemoryEdge(t, &Options{Mode: ModeOptimizer, Coalesce: 100 * time.Millisecond, PinnedTools: []string{"alpha_echo"}})
+		e.up("alpha", "echo", "add")
+		e.up("beta", "echo")
+		e.settle()
+		c := e.listen(t, "s1")
+		time.Sleep(time.Second)
+		// Unpinned: a backend leaves, another tool of alpha changes.
+		e.down("beta")
+		time.Sleep(time.Second)
+		e.up("alpha", "echo", "add", "sub")
+		synctest.Wait()
+		time.Sleep(time.Second)
+		if n := c.tools.Load(); n != 0 {
+			t.Fatalf("%d tools/list_changed for unpinned changes; want 0", n)
+		}
+		if ix := e.current().Index; ix == nil || len(ix.Tools) != 3 {
+			t.Fatalf("index after the unpinned changes: %+v; want alpha's 3 tools", ix)
+		}
+		// Pinned: its definition changes, then its backend leaves.
+		e.up("alpha", "echo:Echo loudly.", "add", "sub")
+		synctest.Wait()
+		if n := c.tools.Load(); n != 1 {
+			t.Fatalf("%d tools/list_changed once the pinned tool changed; want 1", n)
+		}
+		if d := c.s.Served().Tools["alpha_echo"].Description; d != "Echo loudly." {
+			t.Fatalf("pinned tool served as %q after its change", d)
+		}
+		time.Sleep(time.Second)
+		e.down("alpha")
+		synctest.Wait()
+		if n := c.tools.Load(); n != 2 {
+			t.Fatalf("%d tools/list_changed once the pinned tool left; want 2", n)
+		}
+		if ix := e.current().Index; len(ix.Tools) != 0 {
+			t.Fatalf("index once alpha left: %d tools; want 0", len(ix.Tools))
 		}
 	})
 }
