@@ -181,3 +181,59 @@ func TestOptimizerPinnedToolsNotify(t *testing.T) {
 		}
 	})
 }
+
+// On merged regional logs, a region's mirror going quiet and coming
+// back: the edge confirms the vector as it moves, and the list_changed a
+// session is written records in its evidence the vector of the state
+// that caused it (the session records it itself, from the registry).
+func TestRegionQuietAndBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := startMemoryEdge(t, &Options{Coalesce: 10 * time.Millisecond})
+		st := e.withBackend(e.next(), "alpha", true, []string{"echo"})
+		st.Regions = map[string]uint64{"east": 1, "west": 1}
+		e.publish(st)
+		e.settle()
+		l := e.listen(t, "s1")
+		time.Sleep(time.Second)
+
+		st = e.withBackend(e.next(), "alpha", true, []string{"echo", "add"})
+		st.Regions = map[string]uint64{"east": 2, "west": 1}
+		e.publish(st)
+		synctest.Wait()
+		if n, got := l.tools.Load(), l.s.Record().Convergence().CurrentRegions; n != 1 || got["east"] != 2 || got["west"] != 1 {
+			t.Fatalf("after east's change: %d notifications, evidence vector %v; want 1, east:2 west:1", n, got)
+		}
+
+		// West's mirror is quiet; east moves on without changing the view.
+		for g := uint64(3); g <= 5; g++ {
+			time.Sleep(time.Second)
+			st = e.next()
+			st.Regions = map[string]uint64{"east": g, "west": 1}
+			e.publish(st)
+		}
+		synctest.Wait()
+		if v := e.confirmed.vector(); v["east"] != 5 || v["west"] != 1 {
+			t.Fatalf("confirmed vector %v; want east:5 west:1", v)
+		}
+		if n := l.tools.Load(); n != 1 {
+			t.Fatalf("%d notifications while the view did not change; want 1", n)
+		}
+
+		// The mirror comes back with west's change.
+		time.Sleep(time.Second)
+		st = e.withBackend(e.next(), "beta", true, []string{"echo"})
+		st.Regions = map[string]uint64{"east": 5, "west": 4}
+		e.publish(st)
+		synctest.Wait()
+		got := l.s.Record().Convergence().CurrentRegions
+		if n := l.tools.Load(); n != 2 || got["east"] != 5 || got["west"] != 4 {
+			t.Fatalf("after west came back: %d notifications, evidence vector %v; want 2, east:5 west:4", n, got)
+		}
+		if sig := l.s.Record().Convergence().LastSignal; sig.Generation != st.Generation {
+			t.Fatalf("last signal recorded at generation %d; want %d", sig.Generation, st.Generation)
+		}
+		if !l.toolNames()["beta_echo"] {
+			t.Fatalf("west's backend not served: %v", l.toolNames())
+		}
+	})
+}
