@@ -211,9 +211,6 @@ type Ready struct {
 	wasReady bool // the edge was ready before the batch
 }
 
-// Changed reports whether the batch changed what sessions list.
-func (r *Ready) Changed() bool { return r.changed }
-
 // plan makes the Ready that applies st at now.
 func (p *Planner) plan(st *events.State, now time.Time) Ready {
 	r := Ready{Apply: true, State: st, Generation: st.Generation, Regions: st.Regions,
