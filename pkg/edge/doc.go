@@ -18,10 +18,11 @@
 // admits and routes each request to /mcp (admit.go, serve.go,
 // transport.go; laneedge.go for call lanes), serves the admin API
 // (admin.go) and resyncs the sessions with the event log (resync.go,
-// source.go). Every other part is a package of its own, which imports
-// nothing of this one: where a part needs the edge, it defines a small
-// interface or takes functions, which the edge implements (lane.Edge,
-// session.Observer, sessionserver.Evidence, bearer.Throttle).
+// source.go; what to apply when is package planner's). Every other part
+// is a package of its own, which imports nothing of this one: where a
+// part needs the edge, it defines a small interface or takes functions,
+// which the edge implements (lane.Edge, session.Observer,
+// sessionserver.Evidence, bearer.Throttle).
 //
 // The packages a request meets, in order:
 //
@@ -55,6 +56,8 @@
 // The sessions and what is kept of them:
 //
 //   - session: the sessions, their streams and the list_changed each owes;
+//   - planner: the change path, pure: from the state followed to what
+//     each batch gives and tells the sessions, and when;
 //   - view: the served value of one generation (lists, definitions per
 //     revision, the optimizer's index);
 //   - ledger: each session's convergence evidence as it is served, and
@@ -74,17 +77,20 @@
 // # Resync
 //
 // An events.Reader folds the log (snapshot, then tail) into a State. The
-// edge's resync loop is level-based: on each Reader signal it reads the
-// current State and, when the group's backends changed, builds the group's
-// View once (catalog.Aggregate with the previous View) together with the
-// go-sdk values served from it (mcp.Tool with the raw schemas), and diffs
-// it against the served one. A change is applied to every session; an
+// edge's resync loop is a planner.Loop over it, and what changes when is
+// decided by a pure planner.Planner (package planner, with its scenario
+// files): level-based, it reads the current State on each Reader signal
+// and, when the group's backends changed, builds the group's View once
+// (catalog.Aggregate with the previous View) together with the go-sdk
+// values served from it (mcp.Tool with the raw schemas), and diffs it
+// against the served one. A change is applied to every session; an
 // unchanged view sends nothing. Batches are at least Options.Coalesce
 // apart: the first change after a quiet period goes out at once, later
 // changes in the window are applied together at its end, so a flapping
 // backend costs each session at most two notifications per window. The
 // tool policy of a state is in force before its view is served; a policy
-// change tells each session whose visible lists changed.
+// change tells each session whose visible lists changed, in the same pass
+// over the sessions that gives them the state's view (resync.go).
 //
 // # Sessions
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/heldrelay"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/ledger"
+	"github.com/fleetgate/fleetgate/pkg/edge/planner"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/records"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -86,7 +87,8 @@ type Edge struct {
 	reg    *session.Registry
 	shared *session.Session
 
-	notes eventNotes // of the group's events, between two batches (source.go)
+	notes eventNotes    // trace contexts of the group's events, between two batches (source.go)
+	loop  *planner.Loop // the resync loop over reader (resync.go)
 
 	// hj owns what runs off the request goroutines: taken-over streams,
 	// call lanes, session closes; Run waits for it last.
@@ -123,7 +125,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.empty.Index = view.NewIndex(e.empty, opts.PinnedTools, nil)
 	}
 	e.reg = session.NewRegistry(&session.Options{IdleTimeout: opts.SessionIdleTimeout, Observer: sessionObserver{e},
-		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty})
+		Metrics: e.m.sessionMetrics(), Hijacks: e.hj, Log: &e.log, Initial: e.empty, NoDigest: opts.Mode == ModeOptimizer})
+	e.confirmed = confirmation{e.reg}
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
@@ -133,6 +136,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.log.Warn().Err(err).Msg("backend credential unresolved")
 	})
 	e.reader = src(e)
+	e.loop = e.newPlanner()
 	var err error
 	if e.mcpLn, err = net.Listen("tcp", opts.Listen); err != nil {
 		return nil, fmt.Errorf("edge: listen %s: %w", opts.Listen, err)
@@ -165,9 +169,9 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 func (e *Edge) wire() {
 	opts := &e.opts
 	e.ledger = ledger.New(&ledger.Options{Edge: opts.ID, Group: opts.Group, Mode: opts.Mode, Optimizer: opts.Mode == ModeOptimizer,
-		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg, Confirmed: &e.confirmed.gen,
-		ConfirmedRegions: &e.confirmed.regions, Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
-		Owners: opts.OwnerKey, Log: e.log, Registry: opts.Registry})
+		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg,
+		Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
+		Owners:   opts.OwnerKey, Log: e.log, Registry: opts.Registry})
 	co := calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
@@ -238,8 +242,6 @@ func (e *Edge) Run(ctx context.Context) error {
 	defer cancel()
 	var failOnce sync.Once
 	var failed error
-	watch, stop := e.reader.Watch()
-	defer stop()
 	mcpSrv := &http.Server{Handler: e.lanes.Handler(e.mcpHandler()), ReadHeaderTimeout: e.opts.HeaderTimeout,
 		IdleTimeout: e.opts.IdleTimeout, ConnContext: e.lanes.ConnContext}
 	adminSrv := &http.Server{Handler: adminauth.Guard(e.adminHandler(), adminauth.Options{Role: "edge", Token: e.opts.AdminToken,
@@ -258,7 +260,7 @@ func (e *Edge) Run(ctx context.Context) error {
 			e.log.Error().Err(err).Msg("event log: not followed")
 		}
 	})
-	wg.Go(func() { e.follow(ctx, watch) })
+	wg.Go(func() { _ = e.loop.Run(ctx) })
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
 	if e.relay != nil {
 		wg.Go(func() {
@@ -358,8 +360,7 @@ func (e *Edge) startRecords() (stop func()) {
 // session forgotten (its resource subscriptions end).
 type sessionObserver struct{ e *Edge }
 
-func (o sessionObserver) Signalling(s *session.Session) func() { return o.e.ledger.Signalling(s) }
-func (o sessionObserver) Signalled(s *session.Session)         { o.e.ledger.Signalled(s) }
-func (o sessionObserver) StreamAttached(s *session.Session)    { o.e.ledger.StreamAttached(s) }
-func (o sessionObserver) Forgotten(s *session.Session)         { o.e.calls.Forget(s) }
-func (o sessionObserver) IdleEnded(s *session.Session)         { o.e.ledger.IdleEnded(s) }
+func (o sessionObserver) Signalled(s *session.Session)      { o.e.ledger.Signalled(s) }
+func (o sessionObserver) StreamAttached(s *session.Session) { o.e.ledger.StreamAttached(s) }
+func (o sessionObserver) Forgotten(s *session.Session)      { o.e.calls.Forget(s) }
+func (o sessionObserver) IdleEnded(s *session.Session)      { o.e.ledger.IdleEnded(s) }

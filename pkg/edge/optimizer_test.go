@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
-	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // find calls find_tool on the client's session.
@@ -157,89 +156,6 @@ func TestOptimizerDeadBackendVanishes(t *testing.T) {
 			}
 			if res := c.call(t, CallToolName, map[string]any{"arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), `"tool_name"`) {
 				t.Fatalf("call_tool without tool_name: isError=%v %q", res.IsError, text(res))
-			}
-		})
-	}
-}
-
-// withDescription returns cat with the description of its tool name
-// replaced.
-func withDescription(t testing.TB, cat *events.Catalog, name, desc string) *events.Catalog {
-	t.Helper()
-	out := &events.Catalog{Resources: cat.Resources, Prompts: cat.Prompts}
-	for _, raw := range cat.Tools {
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
-		if m["name"] == name {
-			m["description"] = desc
-		}
-		out.Tools = append(out.Tools, mustJSON(t, m))
-	}
-	return out
-}
-
-// Changes of a pinned tool (definition, availability) notify optimizer
-// sessions; changes of other tools only re-index.
-func TestOptimizerPinnedToolsNotify(t *testing.T) {
-	for _, v := range versions {
-		t.Run(v.name, func(t *testing.T) {
-			const window = 100 * time.Millisecond
-			f := newFleet(t)
-			a := startBackend(t, "alpha", nil)
-			bb := startBackend(t, "beta", nil)
-			f.healthyBackend("default", a)
-			f.healthyBackend("default", bb)
-			cat := listCatalog(t, a)
-			e := startEdge(t, f, optimizerOpts(window, "alpha_echo"))
-			c := connect(t, e.MCPURL(), v.version)
-			listed := func() map[string]*mcp.Tool {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				out := map[string]*mcp.Tool{}
-				for tool, err := range c.cs.Tools(ctx, nil) {
-					if err != nil {
-						t.Fatal(err)
-					}
-					out[tool.Name] = tool
-				}
-				return out
-			}
-			if got := listed(); len(got) != 3 || got["alpha_echo"] == nil || got[FindToolName] == nil || got[CallToolName] == nil {
-				t.Fatalf("advertised: %v", got)
-			}
-
-			// Unpinned: a backend leaves, another tool's definition changes.
-			f.health("default", "beta", false)
-			cat = withDescription(t, cat, "add", "Add two numbers together.")
-			f.catalog("default", "alpha", cat)
-			last := f.health("default", "alpha", true) // no change
-			eventually(t, 20*time.Second, "re-indexed", func() bool {
-				r := c.find(t, "add numbers together", 0)
-				return r.CatalogTools == 2 && len(r.Tools) > 0 && r.Tools[0].Description == "Add two numbers together."
-			})
-			quiet(t, last, window, e)
-			if n := c.changed.Load(); n != 0 {
-				t.Fatalf("%d tools/list_changed for unpinned changes, want 0", n)
-			}
-
-			// Pinned: its definition changes.
-			cat = withDescription(t, cat, "echo", "Echo loudly.")
-			f.catalog("default", "alpha", cat)
-			c.waitChanged(t, 1, 20*time.Second)
-			if got := listed(); got["alpha_echo"] == nil || got["alpha_echo"].Description != "Echo loudly." {
-				t.Fatalf("pinned tool after its change: %+v", got["alpha_echo"])
-			}
-			// Pinned: its backend leaves.
-			last = f.health("default", "alpha", false)
-			c.waitChanged(t, 2, 20*time.Second)
-			if got := listed(); len(got) != 2 || got["alpha_echo"] != nil {
-				t.Fatalf("advertised after the pinned tool's backend left: %v", got)
-			}
-			quiet(t, last, window, e)
-			if n := c.changed.Load(); n != 2 {
-				t.Fatalf("%d tools/list_changed for two pinned changes, want 2", n)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"runtime"
 	"sync"
 	"time"
@@ -10,152 +9,131 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/planner"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
-	"github.com/fleetgate/fleetgate/pkg/health"
 )
 
-// follow is the resync loop. It is level-based: a Reader signal only says
-// that the state moved on; the loop reads the state it finds then, so any
-// number of events between two passes make one batch. Batches are paced by
-// a health.Burst: the first change after a quiet period, or after a
-// burst's trailing batch, goes out at once and opens a Coalesce window;
-// changes inside the window wait for its end and go out together. The
-// start-up batch, before the edge is ready, opens no window. A batch that
-// withdraws a backend the served view advertises goes out at once, even
-// inside a window: no session is kept calling a backend known to be down.
-func (e *Edge) follow(ctx context.Context, watch <-chan struct{}) {
-	caught := make(chan struct{})
-	go func() {
-		if e.reader.WaitCaughtUp(ctx) == nil {
-			close(caught)
-		}
-	}()
-	pace := health.NewBurst(e.opts.Coalesce)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-watch:
-		case <-caught:
-			caught = nil
-		}
-		if wait := time.Until(pace.Due(time.Now(), e.withdraws(e.reader.State()))); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		// The state read below covers any signal raised so far.
-		select {
-		case <-watch:
-		default:
-		}
-		caughtUp := e.reader.CaughtUp()
-		wasReady := e.ready.Load()
-		pace.Applied(time.Now(), e.resync(e.reader.State()) && wasReady)
-		if caughtUp && !e.ready.Load() {
-			e.ready.Store(true)
-			e.log.Info().Uint64("generation", e.confirmed.Load()).Msg("caught up with the event log; ready")
-		}
+// newPlanner is the resync loop of e over its source: a planner.Loop
+// whose pure Planner decides what each state changes and when
+// (batches paced by Options.Coalesce, a withdrawal at once, the start-up
+// batch opening no window; see package planner and its scenarios), and
+// whose Ready e applies (apply).
+func (e *Edge) newPlanner() *planner.Loop {
+	return &planner.Loop{Source: e.reader, Apply: e.apply,
+		Planner: planner.New(&planner.Options{Group: e.opts.Group, Separator: e.opts.Separator, Coalesce: e.opts.Coalesce,
+			Optimizer: e.opts.Mode == ModeOptimizer, Pinned: e.opts.PinnedTools, Initial: e.empty})}
+}
+
+// apply applies one Ready of the planner: the policy in force, the
+// backends calls may reach, the view served and told to every session,
+// in one pass over them (fanOutState), and the state confirmed.
+func (e *Edge) apply(r planner.Ready) {
+	if r.Apply {
+		e.applyState(r)
+	}
+	if r.Ready && !e.ready.Load() {
+		e.ready.Store(true)
+		e.log.Info().Uint64("generation", e.confirmed.Load()).Msg("caught up with the event log; ready")
 	}
 }
 
-// withdraws reports whether st takes away (down or removed) a backend of
-// the served group that the last applied state advertised.
-func (e *Edge) withdraws(st *events.State) bool {
-	prev := e.notes.last()
-	if prev == nil {
-		return false
-	}
-	g := st.Group(e.opts.Group)
-	for name, b := range prev.Backends {
-		if !b.Advertisable {
-			continue
-		}
-		if g == nil {
-			return true
-		}
-		if nb := g.Backends[name]; nb == nil || !nb.Advertisable {
-			return true
-		}
-	}
-	return false
-}
-
-// resync brings the served view to state st and applies the change to
-// every session. It reports whether the view changed.
-func (e *Edge) resync(st *events.State) bool {
+// applyState applies a Ready with Apply set.
+func (e *Edge) applyState(r planner.Ready) {
+	st := r.State
 	ap := e.spans.StartBatch() // nil untraced
 	defer ap.End(st.Generation, func() (trace.SpanContext, []trace.Link) { return e.notes.takeTraces(st) })
-	g := st.Group(e.opts.Group)
 	// The tool policy of the state is in force before its view is served:
 	// a batch that adds a tool and hides it never serves it meanwhile.
-	e.applyPolicy(st.Policy(), time.Now())
+	if r.PolicyChanged {
+		e.setPolicy(r.Policy)
+	}
 	defer e.confirmed.store(st, e.m.applied)
-	if e.notes.swap(g) {
-		// The group's backends are unchanged (State shares untouched
-		// groups), so the view is too.
-		e.notes.takeTime(st)
-		return false
+	if r.Backends != nil {
+		cfgs := r.Backends
+		e.backends.Store(&cfgs)
+		// Pooled sessions of backends that left, are not advertisable or
+		// changed URL or transport are closed: a backend coming back is
+		// reconnected on its next call.
+		e.pool.Prune(cfgs)
+		for _, d := range r.Dropped {
+			e.log.Error().Str("definition", d).Msg("definition refused by the go-sdk; not served")
+		}
 	}
-	prev := e.current()
-	next := view.Build(st.Generation, g, e.opts.Separator, prev)
-	next.Regions = st.Regions
-	cfgs := next.Backends
-	e.backends.Store(&cfgs)
-	// Pooled sessions of backends that left, are not advertisable or
-	// changed URL or transport are closed: a backend coming back is
-	// reconnected on its next call.
-	e.pool.Prune(cfgs)
-	for _, d := range next.Dropped {
-		e.log.Error().Str("definition", d).Msg("definition refused by the go-sdk; not served")
+	if r.View == nil && !r.PolicyChanged {
+		return
 	}
-	ch := view.Between(prev, next)
-	at := e.notes.takeTime(st)
-	if ch.None() {
-		return false
-	}
-	notify := e.indexView(prev, next, ch) // optimizer: tools only when pinned ones changed
-	if len(next.Catalog.Collisions) > 0 {
+	next := r.View
+	if next != nil {
+		if e.opt != nil && next.Index != nil {
+			e.opt.indexSeconds.Set(next.Index.Built.Seconds())
+			e.log.Debug().Int("tools", len(next.Index.Tools)).Dur("build", next.Index.Built).Msg("tool index built")
+		}
 		for _, c := range next.Catalog.Collisions {
 			e.log.Warn().Str("kind", string(c.Kind)).Str("name", c.Name).Str("backend", c.Backend).
 				Str("original", c.Original).Str("kept_by", c.KeptBy).Str("exposed_as", c.Exposed).
 				Msg("exposed name collision")
 		}
+		e.m.viewTools.Set(float64(len(next.Catalog.Tools)))
+		e.m.collisions.Set(float64(len(next.Catalog.Collisions)))
 	}
-	targets := append([]*session.Session{e.shared}, e.reg.Swap(next)...)
-	e.m.viewTools.Set(float64(len(next.Catalog.Tools)))
-	e.m.collisions.Set(float64(len(next.Catalog.Collisions)))
-
 	start := time.Now()
-	if !at.IsZero() {
-		e.m.events.ChangeAge(events.HopApplied, start.Sub(at))
+	if next != nil && !r.EventTime.IsZero() {
+		e.m.events.ChangeAge(events.HopApplied, start.Sub(r.EventTime))
 	}
-	fanOut(targets, func(s *session.Session) {
-		if s.Apply(next, notify, at) {
-			e.m.notifyDropped.Inc()
-		}
-	})
+	targets := e.fanOutState(r, start)
+	if next == nil {
+		return
+	}
 	e.m.batches.Inc()
 	ap.Reached(len(targets) - 1)
-	e.ledger.ViewApplied(targets, next)
 	e.hj.Go(func() {
 		for _, s := range targets {
 			s.Refill()
 		}
 	})
 	e.log.Info().Uint64("generation", st.Generation).Str("digest", next.Catalog.Digest).
-		Int("tools", len(next.Catalog.Tools)).Bool("tools_changed", ch.Tools).Bool("prompts_changed", ch.Prompts).
-		Bool("resources_changed", ch.Resources).
+		Int("tools", len(next.Catalog.Tools)).Bool("tools_changed", r.Change.Tools).Bool("prompts_changed", r.Change.Prompts).
+		Bool("resources_changed", r.Change.Resources).Bool("policy_changed", r.PolicyChanged).
 		Int("sessions", len(targets)-1).Dur("apply", time.Since(start)).Msg("view changed")
-	return true
+}
+
+// fanOutState passes once over the sessions: each is given r.View (when
+// the view changed) and owed its change and what the policy change hides
+// or shows its subject, and its evidence names the new view. It returns
+// the sessions given the view (the shared server first).
+func (e *Edge) fanOutState(r planner.Ready, now time.Time) []*session.Session {
+	prev, targets := e.current(), []*session.Session(nil)
+	if r.View != nil {
+		prev = r.Prev
+		targets = append([]*session.Session{e.shared}, e.reg.Swap(r.View)...)
+	} else {
+		targets = e.reg.All()
+	}
+	var items *policy.ItemSet
+	if r.PolicyChanged {
+		items = prev.Items() // what the sessions could see so far
+	}
+	var digest string
+	if r.View != nil {
+		digest = e.ledger.CurrentDigest(r.View)
+	}
+	fanOut(targets, func(s *session.Session) {
+		var pc view.Change
+		if r.PolicyChanged {
+			pc = e.policyChange(s, r.OldPolicy, r.Policy, items)
+		}
+		if s.Give(r.View, r.Notify, r.EventTime, pc, now) {
+			e.m.notifyDropped.Inc()
+		}
+		if r.View != nil {
+			e.ledger.ViewAppliedTo(s, r.View, digest)
+		}
+	})
+	return targets
 }
 
 // fanOut runs f on every session with one worker per CPU. f only marks
@@ -186,50 +164,29 @@ func fanOut(targets []*session.Session, f func(*session.Session)) {
 	wg.Wait()
 }
 
-// applyPolicy makes p the policy in force (the one of state just applied)
-// and, when it differs from the previous one, tells every session whose
-// visible lists changed: each kind whose visible names differ for the
-// session's subject (every kind for a session that has not listed yet,
-// and for the listen streams of the shared stateless server).
-func (e *Edge) applyPolicy(p *policy.Policy, at time.Time) {
-	old := e.calls.SetPolicy(p)
-	if old == p {
-		return
-	}
+// setPolicy makes p the policy in force (the one of the state being
+// applied); the sessions are told by the same batch's pass.
+func (e *Edge) setPolicy(p *policy.Policy) {
+	e.calls.SetPolicy(p)
 	if err := e.limits.update(p); err != nil { // validated by the policy: not expected
 		e.log.Error().Err(err).Msg("rate limits of the policy refused; the previous ones stay")
 	}
 	e.log.Info().Uint64("policy_generation", p.Generation()).Msg("tool policy applied")
-	cur := e.current()
-	targets := e.reg.All()
-	all := view.Change{Tools: true, Prompts: true, Resources: true}
-	items := cur.Items()
-	for _, s := range targets {
-		c := all
-		if sub := s.Subject(); sub != nil {
-			was, now := e.calls.Visibility(old, *sub, items), e.calls.Visibility(p, *sub, items)
-			c = view.Change{Tools: !policy.SameNames(was, now, policy.KindTool),
-				Prompts:   !policy.SameNames(was, now, policy.KindPrompt),
-				Resources: !policy.SameNames(was, now, policy.KindResource)}
-		}
-		if s.Notify(c, at) {
-			e.m.notifyDropped.Inc()
-		}
-	}
 }
 
-// indexView gives next its tool index in optimizer mode and returns the
-// change optimizer sessions are notified of: ch without tools, unless the
-// pinned tools changed. In passthrough mode it returns ch.
-func (e *Edge) indexView(prev, next *view.Served, ch view.Change) view.Change {
-	if e.opts.Mode != ModeOptimizer {
-		return ch
+// policyChange is what a change of policy from old to p changes for the
+// client of s: each kind whose visible names differ for the session's
+// subject (every kind for a session that has not listed yet, and for the
+// listen streams of the shared stateless server).
+func (e *Edge) policyChange(s *session.Session, old, p *policy.Policy, items *policy.ItemSet) view.Change {
+	sub := s.Subject()
+	if sub == nil {
+		return view.Change{Tools: true, Prompts: true, Resources: true}
 	}
-	next.Index = view.NewIndex(next, e.opts.PinnedTools, prev.Index)
-	e.opt.indexSeconds.Set(next.Index.Built.Seconds())
-	e.log.Debug().Int("tools", len(next.Index.Tools)).Dur("build", next.Index.Built).Msg("tool index built")
-	ch.Tools = view.PinnedChanged(prev, next)
-	return ch
+	was, now := e.calls.Visibility(old, *sub, items), e.calls.Visibility(p, *sub, items)
+	return view.Change{Tools: !policy.SameNames(was, now, policy.KindTool),
+		Prompts:   !policy.SameNames(was, now, policy.KindPrompt),
+		Resources: !policy.SameNames(was, now, policy.KindResource)}
 }
 
 // optimizerMetrics are the optimizer mode's collectors (find_tool's are

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/planner"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/spans"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/region"
@@ -20,13 +20,10 @@ import (
 // source is what the edge follows: the fleet state, folded from one event
 // log (events.Reader) or merged from the regional logs of a multi-region
 // fleet (region.Follower, whose state names the generation of each region
-// it reflects in State.Regions).
+// it reflects in State.Regions). Its planner.Loop follows it.
 type source interface {
 	Run(ctx context.Context) error
-	Watch() (<-chan struct{}, func())
-	State() *events.State
-	CaughtUp() bool
-	WaitCaughtUp(ctx context.Context) error
+	planner.Source
 }
 
 var (
@@ -60,46 +57,24 @@ func (e *Edge) onEvent(r string, ev *eventspb.Event) {
 	if ev.GetGroup() != e.opts.Group {
 		return
 	}
-	n := &e.notes
-	n.mu.Lock()
-	n.times = append(n.times, eventTime{region: r, gen: ev.GetGeneration(), at: ev.GetTime().AsTime()})
+	e.loop.Note(planner.Event{Region: r, Generation: ev.GetGeneration(), At: ev.GetTime().AsTime()})
 	if e.spans.On() {
-		n.traces.Note(e.spans, r, ev, e.confirmed.reflects)
+		e.notes.note(e.spans, r, ev, e.confirmed.reflects)
 	}
-	n.mu.Unlock()
 }
 
-// eventNotes are what the edge keeps of its group's events between two
-// resync batches (onEvent): their stream timestamps and trace contexts;
-// and the group the last batch applied.
+// eventNotes are the trace contexts of the group's events between two
+// batches (onEvent), when traced.
 type eventNotes struct {
-	mu        sync.Mutex
-	times     []eventTime  // events of the group not yet in a batch
-	traces    spans.Events // their trace contexts, when traced
-	lastGroup *events.Group
+	mu     sync.Mutex
+	traces spans.Events
 }
 
-type eventTime struct {
-	region string // "" on a single log
-	gen    uint64
-	at     time.Time
-}
-
-// last is the group the last batch applied (nil before the first).
-func (n *eventNotes) last() *events.Group {
+// note keeps the trace context of ev, read from the log of region r.
+func (n *eventNotes) note(t *spans.Tracer, r string, ev *eventspb.Event, applied func(string, uint64) bool) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.lastGroup
-}
-
-// swap makes g the group the last batch applied and reports whether it
-// was that one already.
-func (n *eventNotes) swap(g *events.Group) (same bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	same = g == n.lastGroup && n.lastGroup != nil
-	n.lastGroup = g
-	return same
+	n.traces.Note(t, r, ev, applied)
+	n.mu.Unlock()
 }
 
 // takeTraces removes the trace contexts of the events st includes and
@@ -107,74 +82,40 @@ func (n *eventNotes) swap(g *events.Group) (same bool) {
 func (n *eventNotes) takeTraces(st *events.State) (trace.SpanContext, []trace.Link) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.traces.Take(func(r string, g uint64) bool { return reflects(st.Generation, st.Regions, r, g) })
-}
-
-// reflects reports whether a state of generation gen and regional vector
-// regions (nil on a single log) includes generation g of region r's log.
-func reflects(gen uint64, regions map[string]uint64, r string, g uint64) bool {
-	if regions == nil {
-		return g <= gen
-	}
-	return g <= regions[r]
-}
-
-// takeTime removes the events st includes and returns the oldest
-// timestamp among them (zero when none).
-func (n *eventNotes) takeTime(st *events.State) time.Time {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var oldest time.Time
-	k := 0
-	for _, et := range n.times {
-		if !reflects(st.Generation, st.Regions, et.region, et.gen) {
-			n.times[k] = et
-			k++
-			continue
-		}
-		if oldest.IsZero() || et.at.Before(oldest) {
-			oldest = et.at
-		}
-	}
-	n.times = n.times[:k]
-	return oldest
+	return n.traces.Take(func(r string, g uint64) bool { return planner.Reflects(st.Generation, st.Regions, r, g) })
 }
 
 // confirmation is the state at which the served view was last found
-// current: its generation and, on merged regional logs, its vector.
-type confirmation struct {
-	gen     atomic.Uint64
-	regions atomic.Pointer[map[string]uint64] // nil on one log
-}
+// current: its generation and, on merged regional logs, its vector, held
+// by the session registry (Registry.Confirm), whose sessions' evidence
+// names it.
+type confirmation struct{ reg *session.Registry }
 
 // store records st as the state at which the served view was found
 // current; applied is the gauge of its generation.
-func (c *confirmation) store(st *events.State, applied prometheus.Gauge) {
-	if st.Regions != nil {
-		v := st.Regions
-		c.regions.Store(&v)
-	}
-	c.gen.Store(st.Generation)
+func (c confirmation) store(st *events.State, applied prometheus.Gauge) {
+	c.reg.Confirm(st.Generation, st.Regions)
 	applied.Set(float64(st.Generation))
 }
 
 // Load is the confirmed generation.
-func (c *confirmation) Load() uint64 { return c.gen.Load() }
+func (c confirmation) Load() uint64 {
+	gen, _ := c.reg.Confirmed()
+	return gen
+}
 
 // vector is the regional vector of the confirmed state (nil on one log).
-func (c *confirmation) vector() region.Vector {
-	if p := c.regions.Load(); p != nil {
-		return *p
+func (c confirmation) vector() region.Vector {
+	_, regions := c.reg.Confirmed()
+	if regions == nil {
+		return nil
 	}
-	return nil
+	return regions
 }
 
 // reflects reports whether the confirmed state includes generation g of
 // region r's log.
-func (c *confirmation) reflects(r string, g uint64) bool {
-	var regions map[string]uint64
-	if p := c.regions.Load(); p != nil {
-		regions = *p
-	}
-	return reflects(c.gen.Load(), regions, r, g)
+func (c confirmation) reflects(r string, g uint64) bool {
+	gen, regions := c.reg.Confirmed()
+	return planner.Reflects(gen, regions, r, g)
 }

@@ -11,7 +11,11 @@
 // to the client from the edge it reached.
 //
 // The subject is fleetgate.held.<edge>: only edge users may publish or
-// subscribe under fleetgate.held (package natsnode). A forwarded retry
+// subscribe under fleetgate.held (package natsnode), and they answer a
+// request once on the requester's inbox (allow_responses). Every message
+// is sealed with the group's relay key (envelope.go): an edge user
+// without the group's key file reads nothing of it, forwards no retry
+// and answers none in the holder's place. A forwarded retry
 // carries the sealed requestState as the client sent it, the caller's
 // verified identity as the forwarding edge established it, the exposed
 // tool and its backend, and the client's input responses; the holder

@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,10 +13,17 @@ import (
 )
 
 // toolDefs are the tools of one served value as it serves them (the
-// definitions the view holds), and their catalog digest.
+// definitions the view holds), and their catalog digest
+// (view.Served.ToolDefs).
 type toolDefs struct {
 	digest string
 	raws   []json.RawMessage // in served order
+}
+
+// defsOf are the toolDefs of sv.
+func defsOf(sv *view.Served) *toolDefs {
+	digest, raws := sv.ToolDefs()
+	return &toolDefs{digest: digest, raws: raws}
 }
 
 // digestOf is the digest function of a traversal's evidence: a traversal
@@ -37,39 +43,6 @@ func (d *toolDefs) digestOf(tools []json.RawMessage) (string, error) {
 		}
 	}
 	return catalog.Digest(tools)
-}
-
-// digestCache keeps the toolDefs of the last few served values.
-type digestCache struct {
-	mu    sync.Mutex
-	order []*view.Served
-	byVal map[*view.Served]*toolDefs
-}
-
-func newDigestCache() *digestCache { return &digestCache{byVal: map[*view.Served]*toolDefs{}} }
-
-func (c *digestCache) get(sv *view.Served) *toolDefs {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d := c.byVal[sv]; d != nil {
-		return d
-	}
-	d := &toolDefs{}
-	raws := make([]json.RawMessage, 0, len(sv.ToolList))
-	for _, t := range sv.ToolList {
-		if b := sv.ToolDef(t); b != nil {
-			raws = append(raws, b)
-		}
-	}
-	d.digest, _ = catalog.Digest(raws)
-	d.raws = raws
-	c.byVal[sv] = d
-	c.order = append(c.order, sv)
-	if len(c.order) > 4 {
-		delete(c.byVal, c.order[0])
-		c.order = c.order[1:]
-	}
-	return d
 }
 
 // verdictCollector counts the live sessions by verdict at scrape time.

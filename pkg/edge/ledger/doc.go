@@ -4,7 +4,9 @@
 // before the response leaves), every tools/list page served, each
 // list_changed signalled, each view applied, the log level, tasks and
 // resource subscriptions a session holds, and the record a rebuilt
-// session adopts. The record itself and its transitions are package
+// session adopts. The list_changed a session's stream writes is recorded
+// by the session itself (package session, from its served value and the
+// registry's confirmed state); the ledger schedules the record's write. The record itself and its transitions are package
 // evidence's; the write and the bucket are package records'.
 //
 // A session's convergence.Record holds the negotiated protocol version
@@ -31,14 +33,14 @@
 // sessions' verdicts are unverifiable.
 //
 // A served value's generation and regional vector are those at which the
-// edge last found it current (the confirmed state), or its own once it is
-// no longer served.
+// edge last found it current (the confirmed state, session.Registry's
+// Confirm and Evidence), or its own once it is no longer served.
 //
 // Metrics: fleetgate_edge_session_generation_lag,
 // fleetgate_edge_signal_to_converged_seconds and
 // fleetgate_edge_sessions_by_verdict (at scrape time).
 //
 //	l := ledger.New(&ledger.Options{Edge: "edge-1", Group: "default", Records: recs,
-//		Sessions: reg, Confirmed: &confirmed, ConfirmedRegions: &regions, Registry: reg})
-//	l.ViewApplied(targets, next) // after a resync's fan-out
+//		Sessions: sessions, Registry: reg})
+//	l.ViewAppliedTo(s, next, l.CurrentDigest(next)) // in a resync's pass, per session
 package ledger

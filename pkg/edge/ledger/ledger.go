@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,8 +16,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
-// Options configure a Ledger. Sessions, Confirmed and ConfirmedRegions
-// are required.
+// Options configure a Ledger. Sessions is required.
 type Options struct {
 	Edge  string // this edge's id, written in each record
 	Group string // the group served
@@ -30,11 +28,9 @@ type Options struct {
 	// compares its cost).
 	NoListEvidence bool
 	Records        *records.Recorder // nil: no store
-	Sessions       *session.Registry // the sessions and the view served now
-	// Confirmed is the last generation at which the served view was found
-	// current, ConfirmedRegions its regional vector (nil on one log).
-	Confirmed        *atomic.Uint64
-	ConfirmedRegions *atomic.Pointer[map[string]uint64]
+	// Sessions are the sessions, the view served now and the state at
+	// which it was last found current (Registry.Confirm).
+	Sessions *session.Registry
 	// Identity is the caller's identity of a request inside the go-sdk.
 	Identity func(*mcp.RequestExtra) string
 	// Owners hashes the identity into a record's owner; nil: unkeyed.
@@ -46,14 +42,13 @@ type Options struct {
 // Ledger keeps the evidence of the sessions of one edge.
 type Ledger struct {
 	o                 Options
-	digests           *digestCache
 	generationLag     prometheus.Histogram
 	signalToConverged prometheus.Histogram
 }
 
 // New returns the ledger of o, its collectors registered on o.Registry.
 func New(o *Options) *Ledger {
-	l := &Ledger{o: *o, digests: newDigestCache(),
+	l := &Ledger{o: *o,
 		generationLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetgate_edge_session_generation_lag",
 			Help:    "Per session, when a new view is applied: generations its latest tools/list traversal trails (convergence.GenerationLag).",
 			Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 500}}),
@@ -123,21 +118,15 @@ func declaresToolsListChanged(params json.RawMessage) bool {
 
 // Generation is the generation at which sv was last found current.
 func (l *Ledger) Generation(sv *view.Served) uint64 {
-	if sv == l.o.Sessions.Current() {
-		return max(sv.Gen, l.o.Confirmed.Load())
-	}
-	return sv.Gen
+	gen, _ := l.o.Sessions.Evidence(sv)
+	return gen
 }
 
 // Regions is the generation vector the evidence of a session served sv
 // names (nil on one log): the confirmed one while sv is current.
 func (l *Ledger) Regions(sv *view.Served) map[string]uint64 {
-	if sv == l.o.Sessions.Current() {
-		if p := l.o.ConfirmedRegions.Load(); p != nil && *p != nil {
-			return *p
-		}
-	}
-	return sv.Regions
+	_, regions := l.o.Sessions.Evidence(sv)
+	return regions
 }
 
 // CurrentDigest is the digest a complete tools/list traversal of sv
@@ -148,7 +137,8 @@ func (l *Ledger) CurrentDigest(sv *view.Served) string {
 	if l.o.Optimizer {
 		return ""
 	}
-	return l.digests.get(sv).digest
+	digest, _ := sv.ToolDefs()
+	return digest
 }
 
 // Listed records a tools/list page served to s: its definitions as the
@@ -159,7 +149,7 @@ func (l *Ledger) Listed(s *session.Session, cursor string, lr *view.ListToolsRes
 		return
 	}
 	sv := s.Served()
-	defs := l.digests.get(sv)
+	defs := defsOf(sv)
 	raws := make([]json.RawMessage, len(lr.Tools))
 	for i, t := range lr.Tools {
 		if raws[i] = lr.Defs[i]; raws[i] == nil {
@@ -179,15 +169,6 @@ func (l *Ledger) Listed(s *session.Session, cursor string, lr *view.ListToolsRes
 		l.signalToConverged.Observe(toConverged.Seconds())
 	}
 	l.o.Records.Enqueue(s)
-}
-
-// Signalling records, as s's evidence, the tools list_changed about to be
-// written to its stream (recorded before the write: a client may list
-// again before the write returns). The returned func takes it back when
-// the write fails.
-func (l *Ledger) Signalling(s *session.Session) (undo func()) {
-	sv := s.Served()
-	return s.Record().Signalling(l.CurrentDigest(sv), l.Generation(sv), l.Regions(sv), time.Now())
 }
 
 // Signalled schedules the record write of the signal.
@@ -212,15 +193,22 @@ func (l *Ledger) IdleEnded(s *session.Session) {
 // ViewApplied records a new view given to sessions (after a resync's
 // fan-out): the current digest and generation of their evidence.
 func (l *Ledger) ViewApplied(targets []*session.Session, next *view.Served) {
-	digest, gen := l.CurrentDigest(next), next.Gen
+	digest := l.CurrentDigest(next)
 	for _, s := range targets {
-		if s.Kind() == session.KindStateless {
-			continue
-		}
-		lag := s.Record().ViewApplied(digest, gen, next.Regions)
-		l.generationLag.Observe(float64(lag))
-		l.o.Records.Enqueue(s)
+		l.ViewAppliedTo(s, next, digest)
 	}
+}
+
+// ViewAppliedTo is ViewApplied for one session, digest being
+// CurrentDigest(next): a resync's fan-out calls it for each session in
+// the same pass that gives it next. Safe for concurrent use.
+func (l *Ledger) ViewAppliedTo(s *session.Session, next *view.Served, digest string) {
+	if s.Kind() == session.KindStateless {
+		return
+	}
+	lag := s.Record().ViewApplied(digest, next.Gen, next.Regions)
+	l.generationLag.Observe(float64(lag))
+	l.o.Records.Enqueue(s)
 }
 
 // Adopt gives a rebuilt session its stored record. A view that changed

@@ -21,10 +21,8 @@ import (
 // this package knowing them. Every method is called without a session's
 // lock held.
 type Observer interface {
-	// Signalling: a tools list_changed is about to be written to s's
-	// stream; undo takes it back if the write fails.
-	Signalling(s *Session) (undo func())
-	// Signalled: that list_changed was written.
+	// Signalled: a tools list_changed was written to s's stream (s
+	// recorded it in its evidence: its record is to be written).
 	Signalled(s *Session)
 	// StreamAttached: s's client opened its standalone stream.
 	StreamAttached(s *Session)
@@ -64,6 +62,9 @@ type Options struct {
 	// Initial is the view sessions get before any is swapped in; default
 	// view.Empty().
 	Initial *view.Served
+	// NoDigest: the evidence of a list_changed names no current digest
+	// (an optimizer edge serves another list than its view).
+	NoDigest bool
 }
 
 // Registry holds the sessions of an edge and the view they are given: a
@@ -76,6 +77,7 @@ type Registry struct {
 	m   Metrics
 
 	closing atomic.Bool // no stream attaches any more
+	conf    atomic.Pointer[confirmed]
 
 	mu         sync.Mutex
 	cur        *view.Served
@@ -349,8 +351,7 @@ func (g *Registry) endIdle(s *Session) {
 
 type noObserver struct{}
 
-func (noObserver) Signalling(*Session) func() { return nil }
-func (noObserver) Signalled(*Session)         {}
-func (noObserver) StreamAttached(*Session)    {}
-func (noObserver) Forgotten(*Session)         {}
-func (noObserver) IdleEnded(*Session)         {}
+func (noObserver) Signalled(*Session)      {}
+func (noObserver) StreamAttached(*Session) {}
+func (noObserver) Forgotten(*Session)      {}
+func (noObserver) IdleEnded(*Session)      {}

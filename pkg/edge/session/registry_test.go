@@ -26,10 +26,6 @@ func (o *recordingObserver) note(what string, s *Session) {
 	o.mu.Unlock()
 }
 
-func (o *recordingObserver) Signalling(s *Session) func() {
-	o.note("signalling", s)
-	return func() { o.note("undo", s) }
-}
 func (o *recordingObserver) Signalled(s *Session)      { o.note("signalled", s) }
 func (o *recordingObserver) StreamAttached(s *Session) { o.note("attached", s) }
 func (o *recordingObserver) Forgotten(s *Session)      { o.note("forgotten", s) }
@@ -152,7 +148,10 @@ func TestStreamWritesOwedKinds(t *testing.T) {
 		t.Fatal("stream not attached")
 	}
 	readUntil(": ok")
-	s.Apply(&view.Served{Gen: 1}, view.Change{Tools: true, Prompts: true}, time.Now())
+	sv := &view.Served{Gen: 1}
+	g.Swap(sv)
+	g.Confirm(5, nil) // a later state found sv current
+	s.Apply(sv, view.Change{Tools: true, Prompts: true}, time.Now())
 	got := readUntil("prompts/list_changed")
 	if !strings.Contains(got, "id: "+Epoch()+"-1\n") || !strings.Contains(got, ToolsChanged) ||
 		!strings.Contains(got, "id: "+Epoch()+"-2\n") {
@@ -163,6 +162,12 @@ func TestStreamWritesOwedKinds(t *testing.T) {
 	}
 	if s.LastEvent() != 2 {
 		t.Fatalf("last event %d, want 2", s.LastEvent())
+	}
+	// The session recorded the signal in its evidence itself, for the
+	// generation the registry confirmed its view at.
+	if c := s.Record().Convergence(); c.LastSignal.Generation != 5 || c.CurrentGeneration != 5 || c.LastSignal.At.IsZero() {
+		t.Fatalf("evidence after the signal: last signal %+v, current generation %d; want both at 5",
+			c.LastSignal, c.CurrentGeneration)
 	}
 	second, other := net.Pipe()
 	go func() { _, _ = io.Copy(io.Discard, other) }()
@@ -184,7 +189,33 @@ func TestStreamWritesOwedKinds(t *testing.T) {
 	if r := <-refusal; !strings.HasPrefix(r, "HTTP/1.1 503") {
 		t.Fatalf("refusal after Close: %q", r)
 	}
-	if got, want := obs.seen(), "attached s1, signalling s1, signalled s1"; got != want {
+	if got, want := obs.seen(), "attached s1, signalled s1"; got != want {
 		t.Fatalf("observer saw %q, want %q", got, want)
+	}
+}
+
+// The evidence of a served value names the state last confirmed while it
+// is the one confirmed, and its own generation otherwise.
+func TestRegistryEvidence(t *testing.T) {
+	g := NewRegistry(nil)
+	old := &view.Served{Gen: 3, Regions: map[string]uint64{"a": 3}}
+	if gen, regions := g.Evidence(old); gen != 3 || regions["a"] != 3 {
+		t.Fatalf("before any confirmation: %d %v; want the value's own", gen, regions)
+	}
+	g.Swap(old)
+	g.Confirm(7, map[string]uint64{"a": 5, "b": 2})
+	if gen, regions := g.Evidence(old); gen != 7 || regions["b"] != 2 {
+		t.Fatalf("confirmed: %d %v; want 7 and the confirmed vector", gen, regions)
+	}
+	next := &view.Served{Gen: 8}
+	g.Swap(next) // not confirmed yet: each value names its own
+	if gen, _ := g.Evidence(next); gen != 8 {
+		t.Fatalf("new value before its confirmation: %d; want 8", gen)
+	}
+	if gen, regions := g.Evidence(old); gen != 3 || regions["b"] != 0 {
+		t.Fatalf("old value once replaced: %d %v; want its own", gen, regions)
+	}
+	if gen, _ := g.Confirmed(); gen != 7 {
+		t.Fatalf("Confirmed %d; want 7", gen)
 	}
 }

@@ -166,6 +166,26 @@ func (s *Session) Apply(next *view.Served, c view.Change, eventTime time.Time) (
 	return s.notifyLocked(c, eventTime)
 }
 
+// Give is Apply and Notify in one: it gives s next (nil: the view is
+// unchanged) and owes its client c for the view when next is new to it,
+// and p, with event time pAt, for a policy change that altered what the
+// client may see. A batch that changes both passes over each session
+// once.
+func (s *Session) Give(next *view.Served, c view.Change, eventTime time.Time, p view.Change, pAt time.Time) (merged bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if next == nil || s.applied == next {
+		c = view.Change{}
+	} else {
+		s.applied = next
+	}
+	if !p.None() {
+		eventTime = pAt // the policy's change is noted first, as a Notify before Apply
+	}
+	return s.notifyLocked(view.Change{Tools: c.Tools || p.Tools, Prompts: c.Prompts || p.Prompts,
+		Resources: c.Resources || p.Resources}, eventTime)
+}
+
 // Notify tells s's client that the lists of change c changed (a policy
 // change that altered what the client may see), as Apply does.
 func (s *Session) Notify(c view.Change, eventTime time.Time) (merged bool) {
