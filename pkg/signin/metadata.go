@@ -77,13 +77,13 @@ func ParseChallenge(header string) (string, error) {
 // start of s, up to the next challenge; it returns them and the rest.
 func authParams(s string) (map[string]string, string, error) {
 	params := map[string]string{}
-	for {
+	for n := 0; ; n++ {
 		s = strings.TrimLeft(s, " ,")
 		eq := strings.IndexByte(s, '=')
 		if eq <= 0 || strings.ContainsAny(s[:eq], " ,\"") {
 			return params, s, nil // the next challenge's scheme (or the end)
 		}
-		if len(params) >= maxParams {
+		if n >= maxParams {
 			return nil, "", fmt.Errorf("%w: over %d challenge parameters", ErrBadMetadata, maxParams)
 		}
 		name := strings.ToLower(s[:eq])
