@@ -18,7 +18,7 @@ const StateLifetime = 10 * time.Minute
 // Bounds of a state.
 const (
 	// MaxState is the longest state taken by OpenState.
-	MaxState = 8 << 10
+	MaxState    = 8 << 10
 	statePrefix = "fs1."
 )
 
