@@ -30,6 +30,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -87,6 +88,10 @@ type Edge struct {
 
 	// lanes serves call lanes (package lane).
 	lanes *lane.Server
+
+	// signIns are the sign-ins of user_oauth backends (nil without
+	// Options.SignIns; signin.go).
+	signIns *signin.Manager
 }
 
 // New returns an edge reading log. It binds its listeners at once (so that
@@ -149,6 +154,11 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.adminLn.Close()
 		return nil, err
 	}
+	if e.signIns, err = e.openSignIns(); err != nil {
+		e.mcpLn.Close()
+		e.adminLn.Close()
+		return nil, err
+	}
 	e.wire()
 	return e, nil
 }
@@ -164,6 +174,7 @@ func (e *Edge) wire() {
 	e.calls = calls.New(calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
+		Separator: opts.Separator, SignIns: e.planeSignIns(),
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]
 			return cfg, ok
@@ -244,6 +255,13 @@ func (e *Edge) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { e.follow(ctx, watch) })
 	wg.Go(func() { _ = e.reg.Run(ctx, session.SweepEvery) })
+	if e.signIns != nil {
+		wg.Go(func() {
+			if err := e.signIns.Run(ctx); err != nil {
+				e.log.Error().Err(err).Msg("sign-ins: bucket not followed")
+			}
+		})
+	}
 	stopRecords := e.startRecords()
 	mcpLn := h1.WriteDeadlineListener(e.mcpLn, e.opts.WriteTimeout, e.m.slowDropped.Inc)
 	serve(mcpSrv, h1.LimitListener(mcpLn, e.opts.MaxConnections, e.m.connRefused.Inc), "mcp")

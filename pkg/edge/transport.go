@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/signin"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -37,6 +39,7 @@ func (e *Edge) mcpHandler() http.Handler {
 	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
 		mux.Handle("GET "+e.bearer.MetadataPath(), e.bearer.Metadata())
 	}
+	mux.HandleFunc("GET "+signin.CallbackPath, e.serveCallback) // per-user sign-in (signin.go)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(rebuild.ReplayHeader) != "" { // a client may not send the edge's own replay marker
 			http.Error(w, "reserved header "+rebuild.ReplayHeader, http.StatusBadRequest)

@@ -65,7 +65,7 @@ func rawAs[T any](ctx context.Context, p *Pool, backend string, cfg events.Backe
 		to.creds["Authorization"] = []string{v}
 		res, err := op(ctx, to)
 		if st := (*errHTTPStatus)(nil); errors.As(err, &st) && st.code == http.StatusUnauthorized {
-			c.user.src.Forget(c.user.identity, backend, c.user.cfg)
+			c.user.forget()
 		}
 		return res, err
 	})
