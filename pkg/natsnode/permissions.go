@@ -11,6 +11,7 @@ const (
 	EventSubjects   = "fleetgate.events.>"
 	SnapshotBucket  = "fleetgate_snapshots"
 	SessionBucket   = "fleetgate_sessions"
+	SignInBucket    = "fleetgate_signins"
 	CallStream      = "FLEETGATE_CALLS"
 	CallSubjects    = "fleetgate.calls.>"
 	LeaderBucket    = "fleetgate_leader"
@@ -40,6 +41,16 @@ func edgePublish(logs []LogNames) []string {
 		"$JS.API.CONSUMER.CREATE.KV_"+SessionBucket+".>",
 		"$JS.FC.KV_"+SessionBucket+".>",
 		"$KV."+SessionBucket+".>",
+		// sign-ins of user_oauth backends (package signin): the edges
+		// create the bucket, read, write and delete sealed records, and
+		// watch it (the watch's consumer is deleted when it stops)
+		"$JS.API.STREAM.INFO.KV_"+SignInBucket,
+		"$JS.API.STREAM.CREATE.KV_"+SignInBucket,
+		"$JS.API.DIRECT.GET.KV_"+SignInBucket+".>",
+		"$JS.API.CONSUMER.CREATE.KV_"+SignInBucket+".>",
+		"$JS.API.CONSUMER.DELETE.KV_"+SignInBucket+".>",
+		"$JS.FC.KV_"+SignInBucket+".>",
+		"$KV."+SignInBucket+".>",
 		// the call trail: stream info (attach) and the entries
 		"$JS.API.STREAM.INFO."+CallStream,
 		CallSubjects,
