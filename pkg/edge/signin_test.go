@@ -2,6 +2,9 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
@@ -128,11 +132,14 @@ func startSignInFleet(t *testing.T, before string) *signInFleet {
 }
 
 // user is an MCP client of the fleet with its own token from the idp.
-func (sf *signInFleet) user(t *testing.T, name string) *client {
+func (sf *signInFleet) user(t *testing.T, name string) *client { return sf.userWith(t, name, false) }
+
+// userWith is user, declaring URL elicitation when urlElicit.
+func (sf *signInFleet) userWith(t *testing.T, name string, urlElicit bool) *client {
 	t.Helper()
 	tok := sf.idp.Mint(sf.idp.Claims(name, signInAudience))
 	cl := &client{signal: make(chan struct{}, 1)}
-	c := mcp.NewClient(&mcp.Implementation{Name: "signin-client"}, &mcp.ClientOptions{
+	o := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			cl.changed.Add(1)
 			select {
@@ -140,7 +147,14 @@ func (sf *signInFleet) user(t *testing.T, name string) *client {
 			default:
 			}
 		},
-	})
+	}
+	if urlElicit {
+		o.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
+		o.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "signin-client"}, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: sf.proxy.url(), MaxRetries: 20,
@@ -278,5 +292,77 @@ func TestSignInTwoUsersMoveRevoke(t *testing.T) {
 	}
 	if names := bob.toolNames(t); !names["docs_sign_in"] {
 		t.Fatalf("after sign-out: %v", names)
+	}
+}
+
+// TestSignInHiddenURLElicitation: with before_sign_in: hidden, a user who
+// has not signed in sees nothing of docs; a client declaring URL
+// elicitation that calls a docs tool gets URLElicitationRequired (-32042)
+// carrying the authorization URL; once signed in it sees docs' tools.
+func TestSignInHiddenURLElicitation(t *testing.T) {
+	sf := startSignInFleet(t, credential.BeforeSignInHidden)
+	carol := sf.userWith(t, "carol", true)
+	for name := range carol.toolNames(t) {
+		if strings.HasPrefix(name, "docs_") {
+			t.Fatalf("hidden backend shows %s", name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := carol.cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs_whoami"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcp.CodeURLElicitationRequired {
+		t.Fatalf("call before sign-in: %v", err)
+	}
+	var data struct {
+		Elicitations []mcp.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(je.Data, &data); err != nil || len(data.Elicitations) != 1 || data.Elicitations[0].Mode != "url" {
+		t.Fatalf("elicitations %s: %v", je.Data, err)
+	}
+	n := carol.changed.Load()
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: data.Elicitations[0].URL}}}
+	if code := browse(t, res, "carol@docs"); code != http.StatusOK {
+		t.Fatalf("callback %d", code)
+	}
+	carol.waitSignal(t, n+1)
+	if res := carol.call(t, "docs_whoami", nil); res.IsError || text(res) != "carol@docs" {
+		t.Fatalf("whoami: %q", text(res))
+	}
+}
+
+// TestSignInCallbackHostile: the callback refuses a forged, altered or
+// oversized state, an authorization server's error and a code replayed,
+// with a page that quotes none of them; nothing is signed in.
+func TestSignInCallbackHostile(t *testing.T) {
+	sf := startSignInFleet(t, "")
+	alice := sf.user(t, "alice")
+	authURL := urlPattern.FindString(text(alice.call(t, "docs_sign_in", nil)))
+	u, _ := url.Parse(authURL)
+	state := u.Query().Get("state")
+	cb := "http://" + sf.a.mcpLn.Addr().String() + signin.CallbackPath
+	get := func(q url.Values) (int, string) {
+		resp, err := http.Get(cb + "?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return resp.StatusCode, string(body)
+	}
+	for _, q := range []url.Values{
+		{"state": {"fs1.forged"}, "code": {"c"}},
+		{"state": {state[:len(state)-2] + "AA"}, "code": {"c"}},
+		{"state": {strings.Repeat("x", 20<<10)}, "code": {"c"}},
+		{"state": {state}, "error": {"access_denied<script>"}},
+		{"state": {state}, "code": {"not-a-code"}},
+	} {
+		code, body := get(q)
+		if code < 400 || strings.Contains(body, q.Get("state")) || strings.Contains(body, "<script>") {
+			t.Errorf("callback %.40v: %d %q", q, code, body)
+		}
+	}
+	if names := alice.toolNames(t); !names["docs_sign_in"] {
+		t.Fatalf("signed in by a hostile callback: %v", names)
 	}
 }
