@@ -42,7 +42,7 @@ type docsBackend struct {
 
 const docsProbeKey = "probe-key-0123456789"
 
-func startDocsBackend(t *testing.T, as *issuertest.Issuer) *docsBackend {
+func startDocsBackend(t testing.TB, as *issuertest.Issuer) *docsBackend {
 	t.Helper()
 	demo := demobackend.New("docs", nil)
 	demo.AddToolFunc(&mcp.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}},
@@ -105,7 +105,7 @@ type signInFleet struct {
 	proxy   *switchProxy
 }
 
-func startSignInFleet(t *testing.T, before string) *signInFleet {
+func startSignInFleet(t testing.TB, before string) *signInFleet {
 	t.Helper()
 	f := newSharedFleet(t)
 	sf := &signInFleet{idp: issuertest.New(t, nil), as: issuertest.New(t, nil)}
@@ -132,10 +132,10 @@ func startSignInFleet(t *testing.T, before string) *signInFleet {
 }
 
 // user is an MCP client of the fleet with its own token from the idp.
-func (sf *signInFleet) user(t *testing.T, name string) *client { return sf.userWith(t, name, false) }
+func (sf *signInFleet) user(t testing.TB, name string) *client { return sf.userWith(t, name, false) }
 
 // userWith is user, declaring URL elicitation when urlElicit.
-func (sf *signInFleet) userWith(t *testing.T, name string, urlElicit bool) *client {
+func (sf *signInFleet) userWith(t testing.TB, name string, urlElicit bool) *client {
 	t.Helper()
 	tok := sf.idp.Mint(sf.idp.Claims(name, signInAudience))
 	cl := &client{signal: make(chan struct{}, 1)}
@@ -168,7 +168,7 @@ func (sf *signInFleet) userWith(t *testing.T, name string, urlElicit bool) *clie
 }
 
 // waitSignal waits for the client's next list_changed (or d).
-func (c *client) waitSignal(t *testing.T, n int64) {
+func (c *client) waitSignal(t testing.TB, n int64) {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for c.changed.Load() < n {
@@ -185,7 +185,7 @@ var urlPattern = regexp.MustCompile(`https?://\S+`)
 // browse is the user's browser: it opens the authorization URL in res's
 // text as asUser at the authorization server and follows the redirect to
 // the edge's callback; it returns the callback's status.
-func browse(t *testing.T, res *mcp.CallToolResult, asUser string) int {
+func browse(t testing.TB, res *mcp.CallToolResult, asUser string) int {
 	t.Helper()
 	u := urlPattern.FindString(text(res))
 	if u == "" {

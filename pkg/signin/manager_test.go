@@ -47,7 +47,7 @@ type fleet struct {
 	done    sync.WaitGroup
 }
 
-func newFleet(t *testing.T, now func() time.Time) *fleet {
+func newFleet(t testing.TB, now func() time.Time) *fleet {
 	t.Helper()
 	node := natstest.Start(t)
 	js, err := jetstream.New(natstest.Connect(t, node.ClientURL()))
@@ -280,7 +280,7 @@ func TestDiscoveryBounded(t *testing.T) {
 }
 
 // waitFor waits for cond, checked after each change either edge hears.
-func (f *fleet) waitFor(t *testing.T, cond func() bool) {
+func (f *fleet) waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for !cond() {
