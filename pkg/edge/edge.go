@@ -154,11 +154,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.adminLn.Close()
 		return nil, err
 	}
-	if e.signIns, err = e.openSignIns(); err != nil {
-		e.mcpLn.Close()
-		e.adminLn.Close()
-		return nil, err
-	}
+	e.signIns = e.openSignIns()
 	e.wire()
 	return e, nil
 }

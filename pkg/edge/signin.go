@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -45,24 +44,19 @@ type SignInOptions struct {
 	Replicas int
 }
 
-// openSignIns opens the sign-ins of e (nil without Options.SignIns).
-func (e *Edge) openSignIns() (*signin.Manager, error) {
+// openSignIns opens the sign-ins of e (nil without Options.SignIns);
+// Run attaches their bucket.
+func (e *Edge) openSignIns() *signin.Manager {
 	o := e.opts.SignIns
 	if o == nil {
-		return nil, nil
+		return nil
 	}
 	base := o.PublicURL
 	if base == "" {
 		base = "http://" + e.mcpLn.Addr().String()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	m, err := signin.Open(ctx, signin.Options{Key: o.Key, JetStream: o.JetStream, Replicas: o.Replicas, HTTPClient: o.HTTPClient,
+	return signin.Open(signin.Options{Key: o.Key, JetStream: o.JetStream, Replicas: o.Replicas, HTTPClient: o.HTTPClient,
 		RedirectURL: signin.CallbackURL(base), OnChange: e.signInChanged})
-	if err != nil {
-		return nil, fmt.Errorf("edge: %w", err)
-	}
-	return m, nil
 }
 
 // planeSignIns is the call plane's view of the sign-ins (nil for none);

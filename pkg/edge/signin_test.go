@@ -127,6 +127,8 @@ func startSignInFleet(t testing.TB, before string) *signInFleet {
 	}
 	sf.a = startRecordEdge(t, f, "edge-a", nil, tweak)
 	sf.b = startRecordEdge(t, f, "edge-b", nil, tweak)
+	<-sf.a.signIns.Ready() // the sign-in bucket attached and read
+	<-sf.b.signIns.Ready()
 	sf.proxy = newSwitchProxy(t, sf.a.MCPURL())
 	return sf
 }

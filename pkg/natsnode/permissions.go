@@ -41,11 +41,11 @@ func edgePublish(logs []LogNames) []string {
 		"$JS.API.CONSUMER.CREATE.KV_"+SessionBucket+".>",
 		"$JS.FC.KV_"+SessionBucket+".>",
 		"$KV."+SessionBucket+".>",
-		// sign-ins of user_oauth backends (package signin): the edges
-		// create the bucket, read, write and delete sealed records, and
-		// watch it (the watch's consumer is deleted when it stops)
+		// sign-ins of user_oauth backends (package signin; the
+		// controller provisions the bucket): the edges read, write and
+		// delete sealed records, and watch it (the watch's consumer is
+		// deleted when it stops)
 		"$JS.API.STREAM.INFO.KV_"+SignInBucket,
-		"$JS.API.STREAM.CREATE.KV_"+SignInBucket,
 		"$JS.API.DIRECT.GET.KV_"+SignInBucket+".>",
 		"$JS.API.CONSUMER.CREATE.KV_"+SignInBucket+".>",
 		"$JS.API.CONSUMER.DELETE.KV_"+SignInBucket+".>",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,7 +79,7 @@ type discovered struct {
 type Manager struct {
 	o      Options
 	hc     http.Client
-	kv     jetstream.KeyValue
+	kv     atomic.Pointer[jetstream.KeyValue] // set by Run once attached
 	flight singleflight.Group
 
 	mu        sync.Mutex
@@ -89,8 +90,8 @@ type Manager struct {
 	ready     chan struct{} // closed once the watch delivered the bucket's content
 }
 
-// Open attaches (or creates) the bucket.
-func Open(ctx context.Context, o Options) (*Manager, error) {
+// Open returns the sign-ins of options o; Run attaches the bucket.
+func Open(o Options) *Manager {
 	if o.Key == nil {
 		o.Key = NewRandomKey()
 	}
@@ -109,29 +110,77 @@ func Open(ctx context.Context, o Options) (*Manager, error) {
 	if o.OnChange == nil {
 		o.OnChange = func(string, string) {}
 	}
-	m := &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, backends: map[string]discovered{},
+	return &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, backends: map[string]discovered{},
 		clients: map[string]string{}, ready: make(chan struct{})}
-	kv, err := o.JetStream.KeyValue(ctx, o.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = o.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: o.Bucket,
-			Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
-			History:     1, Replicas: max(o.Replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord})
+}
+
+// Provision creates the bucket (the controller does, for edges that may
+// not create it) with replicas (at least 1).
+func Provision(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) error {
+	if bucket == "" {
+		bucket = DefaultBucket
 	}
+	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket,
+		Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
+		History:     1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord})
 	if err != nil {
-		return nil, fmt.Errorf("sign-ins: bucket %s: %w", o.Bucket, err)
+		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
 	}
-	m.kv = kv
-	return m, nil
+	return nil
+}
+
+// errNoBucket: the bucket is not attached yet (Run waits for it).
+var errNoBucket = errors.New("sign-ins: the bucket is not available yet")
+
+// attachRetry is the pause between two attempts to attach the bucket.
+const attachRetry = time.Second
+
+// attach waits for the bucket until ctx ends: an existing one, or one it
+// creates (a client with the rights: a fleet without a controller
+// provisioning it).
+func (m *Manager) attach(ctx context.Context) (jetstream.KeyValue, error) {
+	for {
+		kv, err := m.o.JetStream.KeyValue(ctx, m.o.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err = Provision(cctx, m.o.JetStream, m.o.Bucket, m.o.Replicas)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		if err == nil {
+			return kv, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(attachRetry):
+		}
+	}
+}
+
+// bucket is the attached bucket, errNoBucket before.
+func (m *Manager) bucket() (jetstream.KeyValue, error) {
+	if kv := m.kv.Load(); kv != nil {
+		return *kv, nil
+	}
+	return nil, errNoBucket
 }
 
 // Ready is closed once the watch delivered the bucket's content.
 func (m *Manager) Ready() <-chan struct{} { return m.ready }
 
-// Run follows the bucket until ctx ends: every edge's sign-ins and
-// sign-outs reach this edge's memory (a sign-out drops the access token)
-// and OnChange.
+// Run attaches the bucket (waiting for it) and follows it until ctx
+// ends: every edge's sign-ins and sign-outs reach this edge's memory (a
+// sign-out drops the access token) and OnChange.
 func (m *Manager) Run(ctx context.Context) error {
-	w, err := m.kv.WatchAll(ctx)
+	kv, err := m.attach(ctx)
+	if err != nil {
+		return nil // ctx ended
+	}
+	m.kv.Store(&kv)
+	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("sign-ins: watch %s: %w", m.o.Bucket, err)
 	}

@@ -62,7 +62,7 @@ func newFleet(t testing.TB, now func() time.Time) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	for _, edge := range []string{"a", "b"} {
-		m, err := Open(ctx, Options{Key: key, JetStream: js, RedirectURL: "https://edge.example/oauth/callback", Now: now,
+		m := Open(Options{Key: key, JetStream: js, RedirectURL: "https://edge.example/oauth/callback", Now: now,
 			HTTPClient: &http.Client{}, OnChange: func(id, b string) {
 				f.mu.Lock()
 				f.changes = append(f.changes, edge+" "+id+" "+b)
@@ -72,9 +72,6 @@ func newFleet(t testing.TB, now func() time.Time) *fleet {
 				default:
 				}
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		f.done.Add(1)
 		go func() { defer f.done.Done(); _ = m.Run(ctx) }()
 		<-m.Ready()

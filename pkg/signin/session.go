@@ -79,11 +79,15 @@ func (m *Manager) store(ctx context.Context, r Record, access tokenexchange.Toke
 	if err != nil {
 		return err
 	}
+	kv, err := m.bucket()
+	if err != nil {
+		return err
+	}
 	key := KeyOf(r.Identity, r.Backend)
 	if rev == 0 {
-		rev, err = m.kv.Put(ctx, key, sealed)
+		rev, err = kv.Put(ctx, key, sealed)
 	} else {
-		rev, err = m.kv.Update(ctx, key, sealed, rev)
+		rev, err = kv.Update(ctx, key, sealed, rev)
 	}
 	if err != nil {
 		return fmt.Errorf("store the sign-in: %w", err)
@@ -145,7 +149,11 @@ func (m *Manager) refresh(ctx context.Context, key, identity, backend string, a 
 	}
 	m.mu.Unlock()
 	if sealed == nil { // not held (over MaxEntries, or the watch is behind): the bucket
-		kve, err := m.kv.Get(ctx, key)
+		kv, err := m.bucket()
+		if err != nil {
+			return "", err
+		}
+		kve, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return "", ErrNotSignedIn
 		}
@@ -211,7 +219,11 @@ func (m *Manager) SignOut(ctx context.Context, identity, backend string) error {
 	e := m.entries[key]
 	delete(m.entries, key)
 	m.mu.Unlock()
-	if err := m.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	kv, err := m.bucket()
+	if err != nil {
+		return fmt.Errorf("sign out: %w", err)
+	}
+	if err := kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("sign out: %w", err)
 	}
 	if e != nil {
