@@ -45,9 +45,10 @@ func newHTTPClient(hc *http.Client) http.Client {
 }
 
 // fetch GETs u's JSON document (at most MaxDocument bytes, within
-// timeout). It returns the status, the WWW-Authenticate value and the
-// body. Errors name the operation and the URL's origin, never a query.
-func fetch(ctx context.Context, hc *http.Client, timeout time.Duration, u string) (int, string, []byte, error) {
+// timeout). It returns the status, the WWW-Authenticate value and, when
+// body, the body (not read otherwise: the backend's own URL may answer a
+// stream). Errors name the operation and the URL's origin, never a query.
+func fetch(ctx context.Context, hc *http.Client, timeout time.Duration, u string, body bool) (int, string, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -60,11 +61,14 @@ func fetch(ctx context.Context, hc *http.Client, timeout time.Duration, u string
 		return 0, "", nil, fmt.Errorf("get %s: %w", origin(u), scrub(err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocument+1))
+	if !body {
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocument+1))
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("read %s: %w", origin(u), scrub(err))
 	}
-	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, nil
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), data, nil
 }
 
 // discover finds the authorization server of the backend at resource:
@@ -76,7 +80,7 @@ func discover(ctx context.Context, hc *http.Client, timeout time.Duration, resou
 		return ResourceMetadata{}, ServerMetadata{}, err
 	}
 	var prmURL string
-	if status, challenge, _, err := fetch(ctx, hc, timeout, resource); err == nil && status == http.StatusUnauthorized {
+	if status, challenge, _, err := fetch(ctx, hc, timeout, resource, false); err == nil && status == http.StatusUnauthorized {
 		if prmURL, err = ParseChallenge(challenge); err != nil {
 			return ResourceMetadata{}, ServerMetadata{}, fmt.Errorf("backend challenge: %w", err)
 		}
@@ -84,7 +88,7 @@ func discover(ctx context.Context, hc *http.Client, timeout time.Duration, resou
 	if prmURL == "" {
 		prmURL = wellKnown(ru, "oauth-protected-resource")
 	}
-	status, _, body, err := fetch(ctx, hc, timeout, prmURL)
+	status, _, body, err := fetch(ctx, hc, timeout, prmURL, true)
 	if err != nil {
 		return ResourceMetadata{}, ServerMetadata{}, fmt.Errorf("protected resource metadata: %w", err)
 	}
@@ -97,7 +101,7 @@ func discover(ctx context.Context, hc *http.Client, timeout time.Duration, resou
 	}
 	issuer := prm.AuthorizationServers[0]
 	iu, _ := url.Parse(issuer) // checked by ParseResourceMetadata
-	status, _, body, err = fetch(ctx, hc, timeout, wellKnown(iu, "oauth-authorization-server"))
+	status, _, body, err = fetch(ctx, hc, timeout, wellKnown(iu, "oauth-authorization-server"), true)
 	if err != nil {
 		return ResourceMetadata{}, ServerMetadata{}, fmt.Errorf("authorization server metadata: %w", err)
 	}

@@ -154,6 +154,9 @@ var errSignIn = errors.New("sign-in token")
 // errNoSignIns: the edge keeps no sign-ins.
 var errNoSignIns = errors.New("this edge keeps no sign-ins")
 
+// errNoCaller: a call to a user_oauth backend without a verified caller.
+var errNoCaller = errors.New("no verified caller")
+
 // forget drops the caller's token: the backend refused it (401).
 func (u *userAuth) forget() {
 	if u.signIns != nil {
@@ -257,7 +260,7 @@ func (p *Pool) connOf(ctx context.Context, backend string, cfg events.BackendCon
 	id := callerOf(ctx)
 	if id == nil || (id.AccessToken() == "" && !cfg.Auth.SignIn()) {
 		if cfg.Auth.SignIn() {
-			return nil, fmt.Errorf("%w: no verified caller", errSignIn)
+			return nil, fmt.Errorf("%w: %w", errSignIn, errNoCaller)
 		}
 		return nil, fmt.Errorf("%w: %w", errExchange, tokenexchange.ErrNoSubject)
 	}
@@ -414,6 +417,10 @@ func signInKind(err error) string {
 	switch {
 	case errors.Is(err, signin.ErrNotSignedIn):
 		return "not signed in to the backend (call its sign_in tool)"
+	case errors.Is(err, errNoSignIns):
+		return "this edge keeps no sign-ins (-no-signins): the backend needs each user's sign-in"
+	case errors.Is(err, errNoCaller):
+		return "sign-in impossible: the call carries no verified access token (the edge needs --auth-issuer)"
 	case errors.As(err, &re):
 		return fmt.Sprintf("sign-in token refused by the authorization server (error %q)", re.Code)
 	case errors.Is(err, context.DeadlineExceeded):
