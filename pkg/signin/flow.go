@@ -36,7 +36,10 @@ type Pending struct {
 	// the backend's resource identifier (RFC 8707).
 	TokenEndpoint string `json:"t"`
 	Resource      string `json:"r"`
-	Expires       int64  `json:"e"` // unix seconds
+	// Redirect is the redirect URI the authorization request named (the
+	// code is redeemed with it, whichever edge the callback reaches).
+	Redirect string `json:"u"`
+	Expires  int64  `json:"e"` // unix seconds
 }
 
 // NewVerifier is a PKCE code verifier (RFC 7636: 43 characters of the
@@ -81,7 +84,7 @@ func (k *Key) OpenState(state string, now time.Time) (Pending, error) {
 		return Pending{}, fmt.Errorf("open state: %w", err)
 	}
 	var p Pending
-	if err := json.Unmarshal(plain, &p); err != nil || p.Identity == "" || p.Backend == "" || p.Verifier == "" {
+	if err := json.Unmarshal(plain, &p); err != nil || p.Identity == "" || p.Backend == "" || p.Verifier == "" || p.Redirect == "" {
 		return Pending{}, fmt.Errorf("open state: %w", ErrMalformed)
 	}
 	if now.Unix() > p.Expires {

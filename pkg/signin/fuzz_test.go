@@ -50,7 +50,7 @@ func FuzzParseTokens(f *testing.F) {
 
 func FuzzOpenState(f *testing.F) {
 	k, _ := NewKey([]byte(strings.Repeat("k", 32)))
-	s, _ := k.SealState(Pending{Identity: "i s", Backend: "b", Verifier: "v", Expires: 1 << 40})
+	s, _ := k.SealState(Pending{Identity: "i s", Backend: "b", Verifier: "v", Redirect: "https://e/cb", Expires: 1 << 40})
 	f.Add(s)
 	f.Add("fs1.AAAA")
 	f.Fuzz(func(t *testing.T, state string) {

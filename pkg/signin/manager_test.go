@@ -62,7 +62,7 @@ func newFleet(t testing.TB, now func() time.Time) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	for _, edge := range []string{"a", "b"} {
-		m := Open(Options{Key: key, JetStream: js, RedirectURL: "https://edge.example/oauth/callback", Now: now,
+		m := Open(Options{Key: key, JetStream: js, RedirectURL: "https://" + edge + ".edge.example/oauth/callback", Now: now,
 			HTTPClient: &http.Client{}, OnChange: func(id, b string) {
 				f.mu.Lock()
 				f.changes = append(f.changes, edge+" "+id+" "+b)
@@ -107,7 +107,8 @@ func authorize(t *testing.T, authURL, user string) (code, state string) {
 func noSecret(string, string) credential.Ref { return credential.Ref{} }
 
 // A sign-in begun on one edge completes on the other (the state is
-// sealed, not held), the PKCE verifier reaches the issuer, and the
+// sealed, not held; the code redeemed with the redirect URI of the edge
+// that began it), the PKCE verifier reaches the issuer, and the
 // sign-in reaches the first edge by the bucket: the access token is
 // refreshed there with the sealed refresh token. A sign-out on one edge
 // ends it on both; a state for another key or altered is refused.
@@ -136,7 +137,7 @@ func TestSignInAcrossEdges(t *testing.T) {
 	u, _ := url.Parse(authURL)
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || q.Get("resource") != backend || q.Get("client_id") != "dcr-1" ||
-		q.Get("redirect_uri") != "https://edge.example/oauth/callback" || q.Get("scope") != "docs.read" {
+		q.Get("redirect_uri") != "https://a.edge.example/oauth/callback" || q.Get("scope") != "docs.read" {
 		t.Fatalf("authorization URL %s", authURL)
 	}
 	code, state := authorize(t, authURL, "alice")

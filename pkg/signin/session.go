@@ -27,12 +27,13 @@ func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL strin
 		return "", err
 	}
 	p := Pending{Identity: identity, Backend: backend, Verifier: NewVerifier(), ClientID: c.ID,
-		TokenEndpoint: d.server.TokenEndpoint, Resource: d.resource.Resource, Expires: m.o.Now().Add(StateLifetime).Unix()}
+		TokenEndpoint: d.server.TokenEndpoint, Resource: d.resource.Resource, Redirect: m.o.RedirectURL,
+		Expires: m.o.Now().Add(StateLifetime).Unix()}
 	state, err := m.o.Key.SealState(p)
 	if err != nil {
 		return "", err
 	}
-	return AuthorizationURL(d.server.AuthorizationEndpoint, c.ID, m.o.RedirectURL, state, p.Verifier, p.Resource, a.Scopes)
+	return AuthorizationURL(d.server.AuthorizationEndpoint, c.ID, p.Redirect, state, p.Verifier, p.Resource, a.Scopes)
 }
 
 // ErrNoIdentity: a sign-in needs a verified caller (--auth-issuer).
@@ -53,7 +54,7 @@ func (m *Manager) Complete(ctx context.Context, state, code string, secretOf fun
 	}
 	start := m.o.Now()
 	c := Client{ID: p.ClientID, Secret: secretOf(p.Backend, p.ClientID)}
-	t, err := exchangeCode(ctx, &m.hc, m.o.Timeout, p, c, code, m.o.RedirectURL)
+	t, err := exchangeCode(ctx, &m.hc, m.o.Timeout, p, c, code, p.Redirect)
 	if err != nil {
 		return Pending{}, err
 	}
