@@ -108,7 +108,8 @@ func signInBrowser(t *testing.T, reply, user string) string {
 // token, refresh token, authorization code, caller token or probe key
 // appears in any event, stored stream message (the sign-in bucket holds
 // the refresh token sealed), /v1/state, /v1/events, audit export, log
-// line, /metrics, /v1/sessions or client reply.
+// line, /metrics, /v1/sessions or client reply, and the sign-in state
+// (the authorization URL) none but the reply to the user.
 func TestUserOAuthNeverLeaks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
@@ -173,6 +174,8 @@ health:
 		t.Fatalf("sign_in: %v %q", err, text(res))
 	}
 	replies = append(replies, text(res))
+	authURL, _ := url.Parse(authURLPattern.FindString(text(res)))
+	state := authURL.Query().Get("state") // the user's to hold, no other surface's
 	code := signInBrowser(t, text(res), "alice@docs")
 	if res, err = alice.call("docs_whoami", nil); err != nil || res.IsError || text(res) != "alice@docs" {
 		t.Fatalf("whoami: %v %q", err, text(res))
@@ -227,6 +230,9 @@ health:
 			if secret != "" && strings.Contains(s, secret) {
 				t.Errorf("%s contains secret %d", where, i)
 			}
+		}
+		if where != "client replies" && strings.Contains(s, state) {
+			t.Errorf("%s contains the sign-in state", where)
 		}
 	}
 	t.Logf("checked %d surfaces (%d bytes) for %d secrets", len(surfaces), totalLen(surfaces), len(secrets))

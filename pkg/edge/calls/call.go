@@ -103,7 +103,7 @@ func (pl *Plane) Run(ctx context.Context, c Call) backend.Reply {
 	pl.inflight.Add(1)
 	defer pl.inflight.Add(-1)
 	start := time.Now()
-	if reply, ok := pl.signInCall(ctx, pl.o.View(), c); ok {
+	if reply, ok := pl.signInCall(ctx, pl.o.View(), c, start); ok {
 		return reply
 	}
 	rt, err := pl.Resolve(c)

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
@@ -136,37 +137,63 @@ func (pl *Plane) signInToolDef(backend, what, desc string) *mcp.Tool {
 }
 
 // signInCall answers call c when it is a sign-in tool of a user_oauth
-// backend of sv; handled is false otherwise.
-func (pl *Plane) signInCall(ctx context.Context, sv *view.Served, c Call) (reply backend.Reply, handled bool) {
+// backend of sv, and records it in the call trail (an error by its kind
+// only: the reply's text may carry the authorization URL); handled is
+// false otherwise.
+func (pl *Plane) signInCall(ctx context.Context, sv *view.Served, c Call, start time.Time) (reply backend.Reply, handled bool) {
 	if pl.o.SignIns == nil {
 		return reply, false
 	}
 	for _, b := range signInBackends(sv) {
+		var what string
 		switch c.Name {
 		case b + pl.o.Separator + SignInTool:
-			if r, ok := pl.needSignIn(ctx, c, b, sv.Backends[b].URL, sv.Backends[b].Auth, false); ok {
-				return r, true
+			what = SignInTool
+			var ok bool
+			if reply, ok = pl.needSignIn(ctx, c, b, sv.Backends[b].URL, sv.Backends[b].Auth, false); !ok {
+				reply = textReply(fmt.Sprintf("You are signed in to %s already.", b), false)
 			}
-			return textReply(fmt.Sprintf("You are signed in to %s already.", b), false), true
 		case b + pl.o.Separator + SignOutTool:
-			identity := callerIdentity(c.TokenInfo)
-			if identity == "" || !pl.o.SignIns.SignedIn(identity, b) {
-				return textReply(fmt.Sprintf("You are not signed in to %s.", b), false), true
-			}
-			if err := pl.o.SignIns.SignOut(ctx, identity, b); err != nil {
-				pl.o.Log.Warn().Str("backend", b).Err(err).Msg("sign-out failed")
-				return textReply(fmt.Sprintf("Sign-out of %s failed; try again.", b), true), true
-			}
-			return textReply(fmt.Sprintf("Signed out of %s.", b), false), true
+			what = SignOutTool
+			reply = pl.signOut(ctx, c, b)
+		default:
+			continue
 		}
+		if pl.o.Trail != nil {
+			var failure error
+			if reply.Res.IsError {
+				failure = fmt.Errorf("tool %q: backend %q: %w", c.Name, b, errSignInFailed)
+			}
+			rt := Route{Tool: catalog.ToolEntry{Exposed: c.Name, Backend: b, Original: what}, Config: sv.Backends[b], Gen: pl.o.Generation(sv)}
+			pl.Audit(c, rt, start, &reply, failure)
+		}
+		return reply, true
 	}
 	return reply, false
 }
 
+// errSignInFailed is the trail's error of a sign-in tool's failure.
+var errSignInFailed = errors.New("sign-in tool failed")
+
+// signOut ends c's caller's sign-in to backend b.
+func (pl *Plane) signOut(ctx context.Context, c Call, b string) backend.Reply {
+	identity := callerIdentity(c.TokenInfo)
+	if identity == "" || !pl.o.SignIns.SignedIn(identity, b) {
+		return textReply(fmt.Sprintf("You are not signed in to %s.", b), false)
+	}
+	if err := pl.o.SignIns.SignOut(ctx, identity, b); err != nil {
+		pl.o.Log.Warn().Str("backend", b).Err(err).Msg("sign-out failed")
+		return textReply(fmt.Sprintf("Sign-out of %s failed; try again.", b), true)
+	}
+	return textReply(fmt.Sprintf("Signed out of %s.", b), false)
+}
+
 // needSignIn is the reply to a call of c's caller to backend b (at url,
 // configured a) when the caller has not signed in to it: the
-// authorization URL (as a URL elicitation to a client that takes them
-// when elicit). ok is false when the caller has signed in.
+// authorization URL, as an error result to a call of one of b's tools
+// (elicit; a URL elicitation to a client that takes them), as the result
+// of the sign_in tool otherwise. ok is false when the caller has signed
+// in.
 func (pl *Plane) needSignIn(ctx context.Context, c Call, b, url string, a *credential.Auth, elicit bool) (backend.Reply, bool) {
 	identity := callerIdentity(c.TokenInfo)
 	if identity != "" && pl.o.SignIns.SignedIn(identity, b) {
@@ -188,7 +215,7 @@ func (pl *Plane) needSignIn(ctx context.Context, c Call, b, url string, a *crede
 		res.SetError(je)
 		return backend.Reply{Res: res}, true
 	}
-	return textReply(fmt.Sprintf("Sign in to %s: open this URL in a browser, then list the tools again:\n%s", b, authURL), true), true
+	return textReply(fmt.Sprintf("Sign in to %s: open this URL in a browser, then list the tools again:\n%s", b, authURL), elicit), true
 }
 
 func textReply(text string, isError bool) backend.Reply {
