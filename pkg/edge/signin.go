@@ -119,8 +119,22 @@ func (e *Edge) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.m.signIns.WithLabelValues("completed").Inc()
+	if p.Elicitation != "" {
+		e.elicitationComplete(p.Identity, p.Elicitation)
+	}
 	e.log.Info().Str("backend", p.Backend).Str("owner", e.ownerOf(p.Identity)).Msg("sign-in completed")
 	page(http.StatusOK, "Signed in to "+p.Backend+". You can close this page and go back to your client.")
+}
+
+// elicitationComplete tells the sessions of identity here that the
+// URL-mode elicitation id (the sign-in it asked for) completed.
+func (e *Edge) elicitationComplete(identity, id string) {
+	for _, s := range e.reg.All() {
+		if s.Identity() != identity || s.Kind() != session.KindSession {
+			continue
+		}
+		s.OweElicitationComplete(id) // on the stream the edge writes itself
+	}
 }
 
 // clientSecretOf is the client secret reference configured for backend

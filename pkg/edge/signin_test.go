@@ -155,6 +155,13 @@ func (sf *signInFleet) userWith(t testing.TB, name string, urlElicit bool) *clie
 		o.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		}
+		cl.completed = make(chan string, 4)
+		o.ElicitationCompleteHandler = func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			select {
+			case cl.completed <- r.Params.ElicitationID:
+			default:
+			}
+		}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "signin-client"}, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -300,7 +307,8 @@ func TestSignInTwoUsersMoveRevoke(t *testing.T) {
 // TestSignInHiddenURLElicitation: with before_sign_in: hidden, a user who
 // has not signed in sees nothing of docs; a client declaring URL
 // elicitation that calls a docs tool gets URLElicitationRequired (-32042)
-// carrying the authorization URL; once signed in it sees docs' tools.
+// carrying the authorization URL; once signed in it hears that
+// elicitation completed and sees docs' tools.
 func TestSignInHiddenURLElicitation(t *testing.T) {
 	sf := startSignInFleet(t, credential.BeforeSignInHidden)
 	carol := sf.userWith(t, "carol", true)
@@ -328,6 +336,14 @@ func TestSignInHiddenURLElicitation(t *testing.T) {
 		t.Fatalf("callback %d", code)
 	}
 	carol.waitSignal(t, n+1)
+	select {
+	case id := <-carol.completed:
+		if id != data.Elicitations[0].ElicitationID {
+			t.Fatalf("elicitation %q completed, want %q", id, data.Elicitations[0].ElicitationID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notifications/elicitation/complete")
+	}
 	if res := carol.call(t, "docs_whoami", nil); res.IsError || text(res) != "carol@docs" {
 		t.Fatalf("whoami: %q", text(res))
 	}

@@ -39,7 +39,10 @@ type Pending struct {
 	// Redirect is the redirect URI the authorization request named (the
 	// code is redeemed with it, whichever edge the callback reaches).
 	Redirect string `json:"u"`
-	Expires  int64  `json:"e"` // unix seconds
+	// Elicitation is the id of the URL-mode elicitation that asked the
+	// user to sign in ("" for none): the client is told it completed.
+	Elicitation string `json:"x,omitempty"`
+	Expires     int64  `json:"e"` // unix seconds
 }
 
 // NewVerifier is a PKCE code verifier (RFC 7636: 43 characters of the

@@ -130,7 +130,7 @@ func TestSignInAcrossEdges(t *testing.T) {
 	if _, err := f.a.Authorization(ctx, alice, "docs", cfg); !errors.Is(err, ErrNotSignedIn) {
 		t.Fatalf("before sign-in: %v", err)
 	}
-	authURL, err := f.a.Begin(ctx, alice, "docs", backend, cfg)
+	authURL, err := f.a.Begin(ctx, alice, "docs", backend, cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestPKCEVerified(t *testing.T) {
 	f := newFleet(t, nil)
 	ctx := context.Background()
 	cfg := &credential.Auth{Type: credential.AuthUserOAuth, ClientID: "fleetgate"}
-	authURL, err := f.a.Begin(ctx, "i bob", "docs", backend, cfg)
+	authURL, err := f.a.Begin(ctx, "i bob", "docs", backend, cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestRefreshRefusedEndsSignIn(t *testing.T) {
 	f := newFleet(t, nil)
 	ctx := context.Background()
 	cfg := &credential.Auth{Type: credential.AuthUserOAuth}
-	authURL, err := f.a.Begin(ctx, "i carol", "docs", backend, cfg)
+	authURL, err := f.a.Begin(ctx, "i carol", "docs", backend, cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

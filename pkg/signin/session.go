@@ -13,8 +13,9 @@ import (
 )
 
 // Begin starts identity's sign-in to backend (at backendURL, configured
-// a): it returns the authorization URL the user opens.
-func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL string, a *credential.Auth) (string, error) {
+// a), asked by the URL-mode elicitation of id elicitation ("" for none):
+// it returns the authorization URL the user opens.
+func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL string, a *credential.Auth, elicitation string) (string, error) {
 	if identity == "" {
 		return "", fmt.Errorf("sign in to backend %q: %w", backend, ErrNoIdentity)
 	}
@@ -28,7 +29,7 @@ func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL strin
 	}
 	p := Pending{Identity: identity, Backend: backend, Verifier: NewVerifier(), ClientID: c.ID,
 		TokenEndpoint: d.server.TokenEndpoint, Resource: d.resource.Resource, Redirect: m.o.RedirectURL,
-		Expires: m.o.Now().Add(StateLifetime).Unix()}
+		Elicitation: elicitation, Expires: m.o.Now().Add(StateLifetime).Unix()}
 	state, err := m.o.Key.SealState(p)
 	if err != nil {
 		return "", err

@@ -2,6 +2,7 @@ package calls
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,7 +34,7 @@ import (
 // SignIns is the edge's sign-ins (a *signin.Manager).
 type SignIns interface {
 	SignedIn(identity, backend string) bool
-	Begin(ctx context.Context, identity, backend, backendURL string, a *credential.Auth) (string, error)
+	Begin(ctx context.Context, identity, backend, backendURL string, a *credential.Auth, elicitation string) (string, error)
 	SignOut(ctx context.Context, identity, backend string) error
 }
 
@@ -202,14 +203,18 @@ func (pl *Plane) needSignIn(ctx context.Context, c Call, b, url string, a *crede
 	if identity == "" {
 		return textReply(fmt.Sprintf("backend %q needs each user to sign in, which needs a verified caller (a bearer token; the edge needs --auth-issuer)", b), true), true
 	}
-	authURL, err := pl.o.SignIns.Begin(ctx, identity, b, url, a)
+	elicitation := ""
+	if elicit && c.URLElicitation {
+		elicitation = "signin-" + rand.Text()
+	}
+	authURL, err := pl.o.SignIns.Begin(ctx, identity, b, url, a, elicitation)
 	if err != nil {
 		pl.o.Log.Warn().Str("backend", b).Err(err).Msg("sign-in could not begin")
 		return textReply(fmt.Sprintf("backend %q: sign-in unavailable: its authorization server could not be reached or is unusable", b), true), true
 	}
-	if elicit && c.URLElicitation {
+	if elicitation != "" {
 		je := mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", URL: authURL,
-			ElicitationID: fmt.Sprintf("signin-%d", time.Now().UnixNano()),
+			ElicitationID: elicitation,
 			Message:       fmt.Sprintf("Sign in to %s to use its tools.", b)}})
 		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Sign in to %s: open %s", b, authURL)}}}
 		res.SetError(je)
