@@ -18,6 +18,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 // syncBuffer is a log sink written by the edge and read by the test.
@@ -87,6 +88,9 @@ func TestCleanStopLogsNoWarning(t *testing.T) {
 	if err := calltrail.Provision(ctx, jse, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := signin.Provision(ctx, jse, "", 1); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		admin := freeAddr(t)
 		c, err := parse([]string{"--nats-url", node.ClientURL(), "--nats-nkey-seed", node.EdgeSeed(),
@@ -100,7 +104,7 @@ func TestCleanStopLogsNoWarning(t *testing.T) {
 		rctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- run(rctx, c) }()
-		waitReady(t, admin)
+		waitReadyOr(t, admin, &logged)
 		time.Sleep(200 * time.Millisecond) // the watchers have settled
 		stop()
 		if err := <-done; err != nil {
@@ -135,6 +139,24 @@ func (l *serverLog) Errorf(f string, a ...any) {
 }
 func (l *serverLog) Debugf(string, ...any) {}
 func (l *serverLog) Tracef(string, ...any) {}
+
+func waitReadyOr(t *testing.T, admin string, logged *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %v\n%s", err, logged.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 func waitReady(t *testing.T, admin string) {
 	t.Helper()

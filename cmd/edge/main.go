@@ -245,6 +245,9 @@ func run(ctx context.Context, c *config) error {
 	if opts.OwnerKey, err = c.sessions.owners(); err != nil {
 		return err
 	}
+	if opts.SignIns, err = c.sessions.signIns(js); err != nil {
+		return err
+	}
 	// The restart backoff of the edge's instances is capped at the
 	// controller's default probe interval.
 	if opts.Stdio, err = c.stdio.Host(&log, reg, health.DefaultInterval); err != nil {

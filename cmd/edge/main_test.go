@@ -48,6 +48,9 @@ func TestParse(t *testing.T) {
 		{[]string{"--auth-issuer", "https://issuer.example", "--identity-header", "X-User"}, nil, "-identity-header"},
 		{[]string{"--auth-scopes", "mcp"}, nil, "-auth-scopes"},
 		{[]string{"--admin-token-file", "/nonexistent/token"}, nil, "-admin-token-file"},
+		{[]string{"--public-url", "mcp.example.com"}, nil, "-public-url"},
+		{[]string{"--public-url", "https://u:p@mcp.example.com"}, nil, "-public-url"},
+		{[]string{"--public-url", "https://mcp.example.com/?x=1"}, nil, "-public-url"},
 	} {
 		_, err := parse(tc.args, env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

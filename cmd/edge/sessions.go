@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 // sessionConfig holds the flags of shared session records, identity
@@ -31,6 +33,9 @@ type sessionConfig struct {
 	noAudit        bool
 	inputStateKey  string // a file
 	ownerKey       string // a file
+	signInKey      string // a file
+	publicURL      string
+	noSignIns      bool
 }
 
 func (c *sessionConfig) flags(fs *flag.FlagSet) {
@@ -43,6 +48,11 @@ func (c *sessionConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noAudit, "no-call-trail", false, "do not record tool calls in the call trail (extension)")
 	fs.StringVar(&c.inputStateKey, "input-state-key-file", "",
 		"file holding the key (at least 32 bytes) that seals the requestState of input-required results; every edge of a group must be given the same one, so that a client's retry completes on any of them; empty: a key of this process alone (extension)")
+	fs.StringVar(&c.signInKey, "signin-key-file", "",
+		"file holding the key (at least 32 bytes) that seals the sign-in states and the refresh tokens of user_oauth backends (in the NATS KV bucket "+signin.DefaultBucket+"); every edge of the fleet must be given the same one, so that a sign-in completes and stays valid on any of them; empty: a key of this process alone (extension)")
+	fs.StringVar(&c.publicURL, "public-url", "",
+		"the edge's base URL as users' browsers reach it (e.g. https://mcp.example.com): user_oauth sign-ins redirect to it + "+signin.CallbackPath+"; empty: http://<-listen> (extension)")
+	fs.BoolVar(&c.noSignIns, "no-signins", false, "keep no per-user sign-ins: user_oauth backends' calls fail and no sign-in tool is shown (extension)")
 	fs.StringVar(&c.ownerKey, "session-owner-key-file", "",
 		"file holding the secret (at least 32 bytes) that keys the owner hash of session records and the call trail; every edge of the fleet must be given the same one; records an edge without it wrote stay their owner's and are rewritten keyed when another edge takes them over; empty: the unkeyed hash, which anyone who knows an identity can compute (extension)")
 }
@@ -99,7 +109,31 @@ func (c *sessionConfig) owners() (*sessionstore.OwnerKey, error) {
 	return k, nil
 }
 
+// signIns are the edge's SignInOptions; nil with -no-signins.
+func (c *sessionConfig) signIns(js jetstream.JetStream) (*edge.SignInOptions, error) {
+	if c.noSignIns {
+		return nil, nil
+	}
+	o := &edge.SignInOptions{JetStream: js, PublicURL: strings.TrimSuffix(c.publicURL, "/")}
+	secret, err := readKeyFile("signin-key-file", c.signInKey)
+	if err != nil {
+		return nil, err
+	}
+	if secret != nil {
+		if o.Key, err = signin.NewKey(secret); err != nil {
+			return nil, fmt.Errorf("flag -signin-key-file: %s: %w", c.signInKey, err)
+		}
+	}
+	return o, nil
+}
+
 func (c *sessionConfig) check() error {
+	if c.publicURL != "" {
+		u, err := url.Parse(c.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("invalid value %q for flag -public-url: want an absolute http(s) URL without user info, query or fragment", c.publicURL)
+		}
+	}
 	switch {
 	case c.idleTimeout < time.Second:
 		return fmt.Errorf("invalid value %s for flag -session-idle-timeout: want at least 1s", c.idleTimeout)

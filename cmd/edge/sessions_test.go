@@ -86,3 +86,28 @@ func TestOwnerKeyAndTrustedProxyFlags(t *testing.T) {
 		}
 	}
 }
+
+// -signin-key-file gives the sign-ins a key of at least 32 bytes (a
+// shorter one is refused naming the flag); -no-signins keeps none.
+func TestSignInFlags(t *testing.T) {
+	dir := t.TempDir()
+	short, long := filepath.Join(dir, "short"), filepath.Join(dir, "long")
+	if err := os.WriteFile(short, []byte("too short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(long, []byte(strings.Repeat("k", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := (&sessionConfig{signInKey: long, publicURL: "https://mcp.example.com/"}).signIns(nil); err != nil || o.Key == nil || o.PublicURL != "https://mcp.example.com" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := (&sessionConfig{}).signIns(nil); err != nil || o == nil || o.Key != nil {
+		t.Fatalf("no key file: %+v %v", o, err)
+	}
+	if _, err := (&sessionConfig{signInKey: short}).signIns(nil); err == nil || !strings.Contains(err.Error(), "-signin-key-file") {
+		t.Fatalf("short key: %v", err)
+	}
+	if o, err := (&sessionConfig{noSignIns: true, signInKey: short}).signIns(nil); err != nil || o != nil {
+		t.Fatalf("-no-signins: %+v %v", o, err)
+	}
+}

@@ -777,3 +777,37 @@ func TestSessionOwnerKeyAndProxies(t *testing.T) {
 		t.Errorf("edge args %v: want the trusted proxies and their header", a)
 	}
 }
+
+// TestSignInKeyShared: every edge is given one sign-in key
+// (--signin-key-file) from a Secret only edges mount, random and long
+// enough when the values name none; --public-url only when given.
+func TestSignInKeyShared(t *testing.T) {
+	c := newCreds(t)
+	o := mustRender(t, renderOpts{values: merge(c.values(), set("edge.publicURL", "https://mcp.example.com")), stubNATS: true})
+	var secretName string
+	for wl, p := range o.podSpecs() {
+		for _, v := range p.Spec.Volumes {
+			if v.Name == "signin-key" && v.Secret != nil {
+				if wl != "Deployment/"+edgeName {
+					t.Errorf("%s mounts the sign-in key: only edges may", wl)
+				}
+				secretName = v.Secret.SecretName
+			}
+		}
+		if wl != "Deployment/"+edgeName {
+			continue
+		}
+		args := strings.Join(p.Spec.Containers[0].Args, " ")
+		if !strings.Contains(args, "--signin-key-file=/etc/fleetgate/signin/key") || !strings.Contains(args, "--public-url=https://mcp.example.com") {
+			t.Errorf("edge args %s: no --signin-key-file or --public-url", args)
+		}
+	}
+	s := o.secret(secretName)
+	if secretName != "fg-fleetgate-edge-signin" || s == nil || len(s.Data["key"]) < 32 {
+		t.Fatalf("sign-in Secret %q: want a random key of at least 32 bytes", secretName)
+	}
+	o = mustRender(t, renderOpts{values: merge(c.values(), set("edge.signInKey.existingSecret", "my-signin")), stubNATS: true})
+	if o.secret("fg-fleetgate-edge-signin") != nil {
+		t.Error("a Secret rendered although edge.signInKey.existingSecret names one")
+	}
+}

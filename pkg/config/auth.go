@@ -22,14 +22,20 @@ import (
 // Each caller's calls then carry a token the edge obtained for that
 // caller; the controller probes with a token of the client itself (client
 // credentials grant). The section excludes transport stdio and a static
-// Authorization header. user_oauth is refused by this build.
+// Authorization header.
+//
+//	auth:
+//	  type: user_oauth                           # each user signs in to this backend
+//	  client_id: fleetgate                       # or absent: dynamic client registration
+//	  scopes: [docs.read]
+//	  before_sign_in: sign_in_tool               # sign_in_tool | hidden
 
 // auth decodes a backend's auth section; absent or null is nil.
 func (d *decoder) auth(e entry) (*credential.Auth, error) {
 	if e.val == nil || isNull(e.val) {
 		return nil, nil
 	}
-	m, err := d.mapping(e.val, e.path, "type", "token_url", "audience", "scopes", "client_id", "client_secret")
+	m, err := d.mapping(e.val, e.path, "type", "token_url", "audience", "scopes", "client_id", "client_secret", "before_sign_in")
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +43,8 @@ func (d *decoder) auth(e entry) (*credential.Auth, error) {
 	for _, f := range []struct {
 		key string
 		dst *string
-	}{{"type", &a.Type}, {"token_url", &a.TokenURL}, {"audience", &a.Audience}, {"client_id", &a.ClientID}} {
+	}{{"type", &a.Type}, {"token_url", &a.TokenURL}, {"audience", &a.Audience}, {"client_id", &a.ClientID},
+		{"before_sign_in", &a.BeforeSignIn}} {
 		if *f.dst, err = d.str(orAt(m, f.key, e.val, e.path)); err != nil {
 			return nil, err
 		}

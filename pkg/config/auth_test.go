@@ -38,10 +38,41 @@ func TestParseAuth(t *testing.T) {
 	}
 }
 
+const userOAuthYAML = "        url: https://docs.example/mcp\n        auth:\n          type: user_oauth\n" +
+	"          client_id: fleetgate\n          scopes: [docs.read]\n"
+
+// A user_oauth section: client_id optional (dynamic registration),
+// before_sign_in carried, per caller but not exchanged.
+func TestParseUserOAuth(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want credential.Auth
+	}{
+		{userOAuthYAML + "          before_sign_in: hidden\n", credential.Auth{Type: "user_oauth", ClientID: "fleetgate", Scopes: []string{"docs.read"}, BeforeSignIn: "hidden"}},
+		{strings.Replace(userOAuthYAML, "          client_id: fleetgate\n", "", 1), credential.Auth{Type: "user_oauth", Scopes: []string{"docs.read"}}},
+	} {
+		f, err := Parse("fleet.yaml", []byte(backendYAML(tc.yaml)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := f.Backend("default", "beta")
+		if !b.Auth.Equal(&tc.want) || !b.Auth.PerCaller() || b.Auth.Exchanges() || !b.Auth.SignIn() {
+			t.Fatalf("auth %+v", b.Auth)
+		}
+		if b.Auth.HiddenBeforeSignIn() != (tc.want.BeforeSignIn == "hidden") {
+			t.Fatalf("hidden %v", b.Auth.HiddenBeforeSignIn())
+		}
+	}
+}
+
 func TestParseAuthErrors(t *testing.T) {
 	base := func(repl ...string) string { return strings.NewReplacer(repl...).Replace(authYAML) }
 	for _, tc := range []struct{ yaml, want string }{
-		{base("type: token_exchange", "type: user_oauth"), "fleet.yaml:9: groups[0].backends[1].auth.type: user_oauth is not supported by this build"},
+		{base("type: token_exchange", "type: user_oauth"), "fleet.yaml:10: groups[0].backends[1].auth.token_url: is not for user_oauth"},
+		{userOAuthYAML + "          audience: x\n", "auth.audience: is not for user_oauth"},
+		{userOAuthYAML + "          before_sign_in: later\n", `auth.before_sign_in: "later" is not a choice`},
+		{base("          client_id: fleetgate-edge\n", "          before_sign_in: hidden\n"), "auth.before_sign_in: is for user_oauth only"},
+		{strings.Replace(userOAuthYAML, "          client_id: fleetgate\n", "", 1) + "          client_secret: {file: /s}\n", "auth.client_secret: needs a client_id"},
 		{base("type: token_exchange", "type: magic"), `auth.type: "magic" is not an auth type`},
 		{base("          type: token_exchange\n", ""), "auth.type: is required"},
 		{base("token_url: https://idp.example/oauth2/token", "token_url: https://u:"+leak+"@idp/t"), "fleet.yaml:10: groups[0].backends[1].auth.token_url: must not carry user info"},

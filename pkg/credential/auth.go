@@ -20,14 +20,26 @@ type Auth struct {
 	ClientID string   `json:"client_id,omitempty"`
 	// ClientSecret is a reference; zero for a public client.
 	ClientSecret Ref `json:"client_secret,omitzero"`
+	// BeforeSignIn is, for AuthUserOAuth, what a caller who has not signed
+	// in sees of the backend: BeforeSignInTool (the default) or
+	// BeforeSignInHidden.
+	BeforeSignIn string `json:"before_sign_in,omitempty"`
 }
 
 // Auth types.
 const (
 	AuthTokenExchange = "token_exchange"
-	// AuthUserOAuth (each user signs in to the backend) is named by the
-	// contract; this build refuses it (Validate).
+	// AuthUserOAuth: each user signs in to the backend (OAuth 2.1
+	// authorization code with PKCE, the edge the client); the authorization
+	// server is discovered from the backend (RFC 9728), ClientID is
+	// optional (absent: dynamic client registration, RFC 7591).
 	AuthUserOAuth = "user_oauth"
+)
+
+// Values of Auth.BeforeSignIn.
+const (
+	BeforeSignInTool   = "sign_in_tool"
+	BeforeSignInHidden = "hidden"
 )
 
 // Bounds of an Auth section.
@@ -68,12 +80,15 @@ func (a *Auth) Validate() error {
 	}
 	switch a.Type {
 	case AuthTokenExchange:
+		if a.BeforeSignIn != "" {
+			return fail("before_sign_in", "is for %s only", AuthUserOAuth)
+		}
 	case AuthUserOAuth:
-		return fail("type", "%s is not supported by this build (want %s)", AuthUserOAuth, AuthTokenExchange)
+		return a.validateUserOAuth(fail)
 	case "":
-		return fail("type", "is required (want %s)", AuthTokenExchange)
+		return fail("type", "is required (want %s or %s)", AuthTokenExchange, AuthUserOAuth)
 	default:
-		return fail("type", "%q is not an auth type (want %s)", clipText(a.Type), AuthTokenExchange)
+		return fail("type", "%q is not an auth type (want %s or %s)", clipText(a.Type), AuthTokenExchange, AuthUserOAuth)
 	}
 	if a.TokenURL == "" {
 		return fail("token_url", "is required for %s", a.Type)
@@ -98,6 +113,31 @@ func (a *Auth) Validate() error {
 	if len(a.Audience) > maxAudience || !visible(a.Audience, true) {
 		return fail("audience", "want at most %d printable ASCII characters", maxAudience)
 	}
+	return a.validateClient(fail)
+}
+
+// validateUserOAuth checks a user_oauth section: no token_url or
+// audience (the backend's metadata names its authorization server and
+// resource), an optional client id, scopes, a client secret reference
+// and before_sign_in.
+func (a *Auth) validateUserOAuth(fail func(field, format string, args ...any) error) error {
+	switch {
+	case a.TokenURL != "":
+		return fail("token_url", "is not for %s (the authorization server is discovered from the backend)", AuthUserOAuth)
+	case a.Audience != "":
+		return fail("audience", "is not for %s (the resource is the backend's own)", AuthUserOAuth)
+	case a.BeforeSignIn != "" && a.BeforeSignIn != BeforeSignInTool && a.BeforeSignIn != BeforeSignInHidden:
+		return fail("before_sign_in", "%q is not a choice (want %s or %s)", clipText(a.BeforeSignIn), BeforeSignInTool, BeforeSignInHidden)
+	case len(a.ClientID) > maxClientID || !visible(a.ClientID, true):
+		return fail("client_id", "want at most %d printable ASCII characters", maxClientID)
+	case a.ClientID == "" && a.ClientSecret != (Ref{}):
+		return fail("client_secret", "needs a client_id (a registered client gets its own)")
+	}
+	return a.validateClient(fail)
+}
+
+// validateClient checks the scopes and the client secret reference.
+func (a *Auth) validateClient(fail func(field, format string, args ...any) error) error {
 	if len(a.Scopes) > MaxScopes {
 		return fail("scopes", "%d scopes, limit %d", len(a.Scopes), MaxScopes)
 	}
@@ -123,7 +163,7 @@ func (a *Auth) Equal(o *Auth) bool {
 		return a == o
 	}
 	return a.Type == o.Type && a.TokenURL == o.TokenURL && a.Audience == o.Audience && slices.Equal(a.Scopes, o.Scopes) &&
-		a.ClientID == o.ClientID && a.ClientSecret == o.ClientSecret
+		a.ClientID == o.ClientID && a.ClientSecret == o.ClientSecret && a.BeforeSignIn == o.BeforeSignIn
 }
 
 // Clone returns a copy sharing nothing with a (nil for nil).
@@ -138,7 +178,20 @@ func (a *Auth) Clone() *Auth {
 
 // PerCaller reports whether a makes the backend's calls carry each
 // caller's own credentials (a session per identity).
-func (a *Auth) PerCaller() bool { return a != nil && a.Type == AuthTokenExchange }
+func (a *Auth) PerCaller() bool {
+	return a != nil && (a.Type == AuthTokenExchange || a.Type == AuthUserOAuth)
+}
+
+// Exchanges reports whether each caller's token is obtained by token
+// exchange (the controller probes with a client credentials grant).
+func (a *Auth) Exchanges() bool { return a != nil && a.Type == AuthTokenExchange }
+
+// SignIn reports whether each user signs in to the backend (user_oauth).
+func (a *Auth) SignIn() bool { return a != nil && a.Type == AuthUserOAuth }
+
+// HiddenBeforeSignIn reports whether a user_oauth backend shows nothing
+// (not even a sign-in tool) to a caller who has not signed in.
+func (a *Auth) HiddenBeforeSignIn() bool { return a.SignIn() && a.BeforeSignIn == BeforeSignInHidden }
 
 func visible(s string, spaces bool) bool {
 	for i := 0; i < len(s); i++ {

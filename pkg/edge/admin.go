@@ -140,6 +140,7 @@ func (e *Edge) adminHandler() http.Handler {
 	mux.HandleFunc("GET /v1/view", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, e.View())
 	})
+	mux.HandleFunc("DELETE /v1/signins", e.serveRevoke) // signin.go
 	mux.Handle("GET /metrics", promhttp.HandlerFor(e.m.reg, promhttp.HandlerOpts{}))
 	return mux
 }

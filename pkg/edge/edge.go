@@ -34,6 +34,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -96,6 +97,10 @@ type Edge struct {
 
 	// lanes serves call lanes (package lane).
 	lanes *lane.Server
+
+	// signIns are the sign-ins of user_oauth backends (nil without
+	// Options.SignIns; signin.go).
+	signIns *signin.Manager
 }
 
 // New returns an edge reading log. It binds its listeners at once (so that
@@ -160,6 +165,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.adminLn.Close()
 		return nil, err
 	}
+	e.signIns = e.openSignIns()
 	e.wire()
 	return e, nil
 }
@@ -176,6 +182,7 @@ func (e *Edge) wire() {
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
 		HeldWait: opts.HeldWait, PeerWait: opts.CallTimeout,
+		Separator: opts.Separator, SignIns: e.planeSignIns(),
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]
 			return cfg, ok
@@ -266,6 +273,13 @@ func (e *Edge) Run(ctx context.Context) error {
 		wg.Go(func() {
 			if err := e.relay.Run(ctx); err != nil {
 				e.log.Error().Err(err).Msg("held calls: retries forwarded by other edges not taken")
+			}
+		})
+	}
+	if e.signIns != nil {
+		wg.Go(func() {
+			if err := e.signIns.Run(ctx); err != nil {
+				e.log.Error().Err(err).Msg("sign-ins: bucket not followed")
 			}
 		})
 	}

@@ -197,6 +197,9 @@ type client struct {
 	mu      sync.Mutex
 	times   []time.Time
 	clock   *sendClock // of the benchmarks; nil if none
+	// completed are the URL elicitations the edge said completed (a
+	// client declaring URL elicitation: signin_test.go); nil otherwise.
+	completed chan string
 }
 
 // connect opens a client session; version "" is the go-sdk default

@@ -33,6 +33,10 @@ type metrics struct {
 	refusals       *prometheus.CounterVec
 	recordsWritten *prometheus.CounterVec
 	slowDropped    prometheus.Counter
+	// signIns counts sign-in callbacks and revocations by outcome,
+	// signInChanges the sign-ins and sign-outs (of any edge) heard.
+	signIns       *prometheus.CounterVec
+	signInChanges prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -74,10 +78,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Session record writes this edge made, by kind (create, update, touch, delete; lost: a record found evicted from a full bucket or expired, then created again)."}, []string{"kind"}),
 		slowDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_slow_clients_dropped_total",
 			Help: "MCP connections cut because the client took no part of a response or stream write within Options.WriteTimeout."}),
+		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_signins_total",
+			Help: "Sign-in callbacks and revocations of user_oauth backends, by outcome (completed, refused, failed, revoked)."}, []string{"outcome"}),
+		signInChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_signin_changes_total",
+			Help: "Sign-ins and sign-outs of user_oauth backends heard from the sign-in bucket (any edge): each makes the user's sessions here list again."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped)
+		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped, m.signIns, m.signInChanges)
 	return m
 }
 

@@ -175,6 +175,10 @@ type Options struct {
 	// for this long is dropped and counted (default DefaultWriteTimeout;
 	// negative: none).
 	WriteTimeout time.Duration
+	// SignIns make the edge keep per-user sign-ins to user_oauth backends
+	// (signin.go); nil: such backends' calls fail (not signed in) and
+	// they show no sign-in tool.
+	SignIns *SignInOptions
 	// TracerProvider receives the edge's spans (package spans); nil: the global
 	// one (package tracing installs it), a no-op unless tracing is on.
 	TracerProvider trace.TracerProvider

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
@@ -39,6 +40,7 @@ func (e *Edge) mcpHandler() http.Handler {
 	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
 		mux.Handle("GET "+e.bearer.MetadataPath(), e.bearer.Metadata())
 	}
+	mux.HandleFunc("GET "+signin.CallbackPath, e.serveCallback) // per-user sign-in (signin.go)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range reservedHeaders { // a client may not send the edge's own markers
 			if _, sent := r.Header[h]; sent {

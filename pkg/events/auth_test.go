@@ -14,6 +14,7 @@ func TestBackendAuthRoundTrip(t *testing.T) {
 		{Type: credential.AuthTokenExchange, TokenURL: "https://idp/t", Audience: "https://tickets", Scopes: []string{"a", "b"},
 			ClientID: "edge", ClientSecret: credential.Ref{File: "/run/secrets/sts"}},
 		{Type: credential.AuthTokenExchange, TokenURL: "https://idp/t", ClientID: "public"},
+		{Type: credential.AuthUserOAuth, Scopes: []string{"docs.read"}, BeforeSignIn: credential.BeforeSignInHidden},
 		nil,
 	} {
 		cfg := BackendConfig{URL: "https://tickets/mcp", Transport: TransportStreamableHTTP, Auth: a}

@@ -231,7 +231,8 @@ func (c BackendConfig) proto() *eventspb.BackendConfig {
 		p.Env = append(p.Env, &eventspb.HeaderRef{Name: name, Env: r.Env, File: r.File})
 	}
 	if a := c.Auth; a != nil {
-		p.Auth = &eventspb.BackendAuth{Type: a.Type, TokenUrl: a.TokenURL, Audience: a.Audience, Scopes: a.Scopes, ClientId: a.ClientID}
+		p.Auth = &eventspb.BackendAuth{Type: a.Type, TokenUrl: a.TokenURL, Audience: a.Audience, Scopes: a.Scopes, ClientId: a.ClientID,
+			BeforeSignIn: a.BeforeSignIn}
 		if a.ClientSecret != (credential.Ref{}) {
 			p.Auth.ClientSecret = &eventspb.HeaderRef{Env: a.ClientSecret.Env, File: a.ClientSecret.File}
 		}
@@ -260,7 +261,7 @@ func configFromProto(p *eventspb.BackendConfig) BackendConfig {
 	// Taken as it is, as the headers: the edge validates it before use.
 	if a := p.GetAuth(); a != nil {
 		c.Auth = &credential.Auth{Type: a.GetType(), TokenURL: a.GetTokenUrl(), Audience: a.GetAudience(), Scopes: a.GetScopes(),
-			ClientID: a.GetClientId()}
+			ClientID: a.GetClientId(), BeforeSignIn: a.GetBeforeSignIn()}
 		if s := a.GetClientSecret(); s != nil {
 			c.Auth.ClientSecret = credential.Ref{Env: s.GetEnv(), File: s.GetFile()}
 		}

@@ -11,6 +11,7 @@ const (
 	EventSubjects   = "fleetgate.events.>"
 	SnapshotBucket  = "fleetgate_snapshots"
 	SessionBucket   = "fleetgate_sessions"
+	SignInBucket    = "fleetgate_signins"
 	CallStream      = "FLEETGATE_CALLS"
 	CallSubjects    = "fleetgate.calls.>"
 	LeaderBucket    = "fleetgate_leader"
@@ -44,6 +45,16 @@ func edgePublish(logs []LogNames) []string {
 		"$JS.API.CONSUMER.CREATE.KV_"+SessionBucket+".>",
 		"$JS.FC.KV_"+SessionBucket+".>",
 		"$KV."+SessionBucket+".>",
+		// sign-ins of user_oauth backends (package signin; the
+		// controller provisions the bucket): the edges read, write and
+		// delete sealed records, and watch it (the watch's consumer is
+		// deleted when it stops)
+		"$JS.API.STREAM.INFO.KV_"+SignInBucket,
+		"$JS.API.DIRECT.GET.KV_"+SignInBucket+".>",
+		"$JS.API.CONSUMER.CREATE.KV_"+SignInBucket+".>",
+		"$JS.API.CONSUMER.DELETE.KV_"+SignInBucket+".>",
+		"$JS.FC.KV_"+SignInBucket+".>",
+		"$KV."+SignInBucket+".>",
 		// the call trail: stream info (attach) and the entries
 		"$JS.API.STREAM.INFO."+CallStream,
 		CallSubjects,

@@ -35,7 +35,7 @@ type probeToken struct {
 // prober's goroutine (connect).
 func (p *Prober) withProbeToken(ctx context.Context, next http.RoundTripper) (http.RoundTripper, error) {
 	a := p.target.Auth
-	if !a.PerCaller() {
+	if !a.Exchanges() { // user_oauth: probed as configured (its headers), a 401 is unauthenticated
 		return next, nil
 	}
 	cfg := tokenexchange.Config{TokenURL: a.TokenURL, ClientID: a.ClientID, ClientSecret: a.ClientSecret,

@@ -88,3 +88,40 @@ func TestProbeTokenExchangeBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeUserOAuthBackend: a user_oauth backend is probed with its
+// static headers (a probe-only credential) and no token grant; without
+// the credential it answers 401: an authentication failure, never a
+// plain failure.
+func TestProbeUserOAuthBackend(t *testing.T) {
+	t.Setenv("PROBER_TEST_PROBE_KEY", "probe-key")
+	demo := demobackend.New("docs", nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.Server() }, nil)
+	var refuse atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() || r.Header.Get("X-Probe-Key") != "probe-key" || r.Header.Get("Authorization") != "" {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://x/.well-known/oauth-protected-resource"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	tg := Target{Group: "default", Name: "docs", URL: srv.URL + "/mcp",
+		Headers: credential.Headers{"X-Probe-Key": credential.Ref{Env: "PROBER_TEST_PROBE_KEY"}},
+		Auth:    &credential.Auth{Type: credential.AuthUserOAuth, Scopes: []string{"docs.read"}}}
+	rec := newRecorder()
+	run(t, tg, rec.sink(), &Options{Policy: health.Policy{Interval: 20 * time.Millisecond, Timeout: 2 * time.Second}, MaxBackoff: 20 * time.Millisecond})
+	o, i := rec.waitObs(t, 0, "OK", func(health.Observation) bool { return true })
+	if o.v.Result != health.OK {
+		t.Fatalf("first observation %+v, want OK", o.v)
+	}
+	rec.waitCatalog(t, 0, "catalog", anyCatalog)
+	refuse.Store(true)
+	rec.waitObs(t, i+1, "auth failure", isResult(health.AuthFailure))
+	for _, ob := range rec.snapshotObs() {
+		if ob.Result == health.Failure || strings.Contains(ob.Reason, "probe-key") {
+			t.Errorf("observation %+v", ob)
+		}
+	}
+}

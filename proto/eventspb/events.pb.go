@@ -396,15 +396,19 @@ func (x *BackendConfig) GetAuth() *BackendAuth {
 }
 
 // BackendAuth is a backend's auth section (type "token_exchange": RFC 8693
-// at token_url as client_id; client_secret is a reference, name empty).
+// at token_url as client_id; type "user_oauth": each user signs in, the
+// authorization server discovered; client_secret is a reference, name
+// empty).
 type BackendAuth struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	TokenUrl      string                 `protobuf:"bytes,2,opt,name=token_url,json=tokenUrl,proto3" json:"token_url,omitempty"`
-	Audience      string                 `protobuf:"bytes,3,opt,name=audience,proto3" json:"audience,omitempty"`
-	Scopes        []string               `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
-	ClientId      string                 `protobuf:"bytes,5,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	ClientSecret  *HeaderRef             `protobuf:"bytes,6,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Type         string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	TokenUrl     string                 `protobuf:"bytes,2,opt,name=token_url,json=tokenUrl,proto3" json:"token_url,omitempty"`
+	Audience     string                 `protobuf:"bytes,3,opt,name=audience,proto3" json:"audience,omitempty"`
+	Scopes       []string               `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	ClientId     string                 `protobuf:"bytes,5,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientSecret *HeaderRef             `protobuf:"bytes,6,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	// before_sign_in (type "user_oauth"): "sign_in_tool" or "hidden".
+	BeforeSignIn  string `protobuf:"bytes,7,opt,name=before_sign_in,json=beforeSignIn,proto3" json:"before_sign_in,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +483,13 @@ func (x *BackendAuth) GetClientSecret() *HeaderRef {
 		return x.ClientSecret
 	}
 	return nil
+}
+
+func (x *BackendAuth) GetBeforeSignIn() string {
+	if x != nil {
+		return x.BeforeSignIn
+	}
+	return ""
 }
 
 // HeaderRef is one header of a backend and the reference of its value:
@@ -1305,14 +1316,15 @@ const file_events_proto_rawDesc = "" +
 	"\acommand\x18\x05 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x06 \x03(\tR\x04args\x120\n" +
 	"\x03env\x18\a \x03(\v2\x1e.fleetgate.events.v1.HeaderRefR\x03env\x124\n" +
-	"\x04auth\x18\b \x01(\v2 .fleetgate.events.v1.BackendAuthR\x04auth\"\xd4\x01\n" +
+	"\x04auth\x18\b \x01(\v2 .fleetgate.events.v1.BackendAuthR\x04auth\"\xfa\x01\n" +
 	"\vBackendAuth\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1b\n" +
 	"\ttoken_url\x18\x02 \x01(\tR\btokenUrl\x12\x1a\n" +
 	"\baudience\x18\x03 \x01(\tR\baudience\x12\x16\n" +
 	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1b\n" +
 	"\tclient_id\x18\x05 \x01(\tR\bclientId\x12C\n" +
-	"\rclient_secret\x18\x06 \x01(\v2\x1e.fleetgate.events.v1.HeaderRefR\fclientSecret\"E\n" +
+	"\rclient_secret\x18\x06 \x01(\v2\x1e.fleetgate.events.v1.HeaderRefR\fclientSecret\x12$\n" +
+	"\x0ebefore_sign_in\x18\a \x01(\tR\fbeforeSignIn\"E\n" +
 	"\tHeaderRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03env\x18\x02 \x01(\tR\x03env\x12\x12\n" +

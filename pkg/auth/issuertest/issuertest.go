@@ -78,6 +78,7 @@ type Issuer struct {
 	cacheControl string
 	seq          int
 	sts          tokenEndpoint // token.go
+	codes        codeFlow      // authcode.go
 }
 
 // New starts an issuer; it stops when the test ends.
@@ -125,7 +126,9 @@ func (i *Issuer) SetCacheControl(v string) {
 
 func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
 	md := map[string]any{"issuer": i.URL(), "jwks_uri": i.JWKSURL(), "response_types_supported": []string{"code"},
-		"token_endpoint": i.TokenURL()}
+		"token_endpoint": i.TokenURL(), "authorization_endpoint": i.AuthorizeURL(), "registration_endpoint": i.RegisterURL(),
+		"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token",
+			"client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"}}
 	if i.o.MetadataIssuer != "" {
 		md["issuer"] = i.o.MetadataIssuer
 	}
@@ -142,6 +145,12 @@ func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/token" + i.o.Path:
 		i.serveToken(w, r) // token.go
+		return
+	case "/authorize" + i.o.Path:
+		i.serveAuthorize(w, r) // authcode.go
+		return
+	case "/register" + i.o.Path:
+		i.serveRegister(w, r) // authcode.go
 		return
 	case i.o.Path + "/.well-known/openid-configuration", "/.well-known/openid-configuration" + i.o.Path:
 		if !i.o.NoOIDC {

@@ -22,7 +22,8 @@ import (
 //
 // With SetClient, the client must authenticate (HTTP Basic, section
 // 2.3.1); RefuseExchanges makes every exchange fail with an OAuth error.
-// Every grant is recorded (Exchanges, ClientGrants).
+// Every grant is recorded (Exchanges, ClientGrants). It also does the
+// authorization code grant with PKCE and refresh tokens (authcode.go).
 
 // Exchange is one token exchange the endpoint answered with a token.
 type Exchange struct {
@@ -141,6 +142,10 @@ func (i *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 		i.sts.exchanges = append(i.sts.exchanges, Exchange{Subject: sub, Audience: aud, Scope: scope, SubjectToken: subject, Issued: tok})
 		i.mu.Unlock()
 		writeToken(w, tok, lifetime, true)
+	case "authorization_code":
+		i.grantCode(w, r, client, lifetime) // authcode.go
+	case "refresh_token":
+		i.grantRefresh(w, r, client, lifetime) // authcode.go
 	case "client_credentials":
 		if client == "" {
 			oauthError(w, http.StatusUnauthorized, "invalid_client")

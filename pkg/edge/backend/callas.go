@@ -45,7 +45,9 @@ func (p *Pool) requestAs(ctx context.Context, backend string, cfg events.Backend
 
 // rawAs runs op by Do's rules on the caller's session of backend with its
 // headers: the static ones and the caller's exchanged token. A backend
-// answering 401 makes the next call exchange the token again.
+// answering 401 makes the next call exchange the token again; for a
+// signed-in user's token (user_oauth), the request is sent once more at
+// once with a refreshed token.
 func rawAs[T any](ctx context.Context, p *Pool, backend string, cfg events.BackendConfig, method string, later *Closings,
 	op func(context.Context, peer) (T, error), relay Relay) (T, error) {
 	var zero T
@@ -65,7 +67,16 @@ func rawAs[T any](ctx context.Context, p *Pool, backend string, cfg events.Backe
 		to.creds["Authorization"] = []string{v}
 		res, err := op(ctx, to)
 		if st := (*errHTTPStatus)(nil); errors.As(err, &st) && st.code == http.StatusUnauthorized {
-			c.user.src.Forget(c.user.identity, backend, c.user.cfg)
+			c.user.forget()
+			if c.user.auth.SignIn() {
+				// The backend refused the user's access token before
+				// running anything: once more with a refreshed one.
+				if v, err = c.user.authorization(ctx); err != nil {
+					return zero, err
+				}
+				to.creds["Authorization"] = []string{v}
+				return op(ctx, to)
+			}
 		}
 		return res, err
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/backendnet"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
 )
 
@@ -45,6 +46,17 @@ type CallerOptions struct {
 	// Exchange configures the token source; nil: its defaults, over a
 	// transport whose dials refuse link-local and metadata addresses.
 	Exchange *tokenexchange.SourceOptions
+	// SignIns gives the tokens of user_oauth backends (a
+	// *signin.Manager); nil: calls to them fail (not signed in).
+	SignIns SignIns
+}
+
+// SignIns gives each signed-in user's access token to a user_oauth
+// backend (package signin): Authorization refreshes it when needed,
+// Forget drops it (the backend answered 401).
+type SignIns interface {
+	Authorization(ctx context.Context, identity, backend string, a *credential.Auth) (string, error)
+	Forget(identity, backend string)
 }
 
 // WithCaller returns ctx carrying id, the verified identity of the caller
@@ -102,6 +114,8 @@ type userAuth struct {
 	backend, identity string
 	cfg               tokenexchange.Config
 	src               *tokenexchange.Source
+	signIns           SignIns                               // of a user_oauth backend (src nil)
+	auth              *credential.Auth                      // the backend's auth section
 	subject           atomic.Pointer[tokenexchange.Subject] // the caller's latest verified token
 	used              atomic.Int64                          // unix nanoseconds of the last call
 }
@@ -110,6 +124,16 @@ type userAuth struct {
 // token exchanged for the caller (cached until shortly before it
 // expires).
 func (u *userAuth) authorization(ctx context.Context) (string, error) {
+	if u.auth.SignIn() {
+		if u.signIns == nil {
+			return "", fmt.Errorf("%w: %w", errSignIn, errNoSignIns)
+		}
+		v, err := u.signIns.Authorization(ctx, u.identity, u.backend, u.auth)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", errSignIn, err)
+		}
+		return v, nil
+	}
 	s := u.subject.Load()
 	if s == nil {
 		return "", tokenexchange.ErrNoSubject
@@ -123,6 +147,24 @@ func (u *userAuth) authorization(ctx context.Context) (string, error) {
 
 // errExchange wraps every failure to obtain a caller's token.
 var errExchange = errors.New("token exchange")
+
+// errSignIn wraps every failure to obtain a signed-in user's token.
+var errSignIn = errors.New("sign-in token")
+
+// errNoSignIns: the edge keeps no sign-ins.
+var errNoSignIns = errors.New("this edge keeps no sign-ins")
+
+// errNoCaller: a call to a user_oauth backend without a verified caller.
+var errNoCaller = errors.New("no verified caller")
+
+// forget drops the caller's token: the backend refused it (401).
+func (u *userAuth) forget() {
+	if u.signIns != nil {
+		u.signIns.Forget(u.identity, u.backend)
+		return
+	}
+	u.src.Forget(u.identity, u.backend, u.cfg)
+}
 
 // userTransport sets the caller's exchanged token on each request of the
 // go-sdk session (initialize, the standalone stream, every other call).
@@ -148,7 +190,18 @@ func (t userTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // first call).
 func (p *Pool) SetCallerOptions(o CallerOptions) {
 	p.callers.mu.Lock()
+	if o.SignIns == nil { // kept from SetSignIns
+		o.SignIns = p.callers.o.SignIns
+	}
 	p.callers.o, p.callers.src = o, nil
+	p.callers.mu.Unlock()
+}
+
+// SetSignIns gives the pool the tokens of user_oauth backends (before
+// the first call).
+func (p *Pool) SetSignIns(s SignIns) {
+	p.callers.mu.Lock()
+	p.callers.o.SignIns = s
 	p.callers.mu.Unlock()
 }
 
@@ -205,7 +258,10 @@ func (p *Pool) connOf(ctx context.Context, backend string, cfg events.BackendCon
 		return p.conn(backend, cfg), nil
 	}
 	id := callerOf(ctx)
-	if id == nil || id.AccessToken() == "" {
+	if id == nil || (id.AccessToken() == "" && !cfg.Auth.SignIn()) {
+		if cfg.Auth.SignIn() {
+			return nil, fmt.Errorf("%w: %w", errSignIn, errNoCaller)
+		}
 		return nil, fmt.Errorf("%w: %w", errExchange, tokenexchange.ErrNoSubject)
 	}
 	sub := &tokenexchange.Subject{Identity: id.Issuer + " " + id.Subject, Token: credential.NewSecret(id.AccessToken()), Expiry: id.Expiry}
@@ -231,7 +287,12 @@ func (p *Pool) connOf(ctx context.Context, backend string, cfg events.BackendCon
 			delete(s.conns, callerConnKey{lru.user.backend, lru.user.identity})
 			gone = append(gone, lru)
 		}
-		u := &userAuth{backend: backend, identity: sub.Identity, cfg: exchangeConfig(cfg.Auth), src: s.source()}
+		u := &userAuth{backend: backend, identity: sub.Identity, cfg: exchangeConfig(cfg.Auth), auth: cfg.Auth}
+		if cfg.Auth.SignIn() {
+			u.signIns = s.o.SignIns
+		} else {
+			u.src = s.source()
+		}
 		c = &backendConn{name: backend, url: cfg.URL, sse: isSSE(cfg), cfg: cfg, user: u}
 		c.sdk, c.creds = p.backendClient(backend, cfg)
 		c.sdk.Transport = userTransport{next: c.sdk.Transport, u: u}
@@ -326,6 +387,9 @@ func (p *Pool) closeCallers() {
 // "" for another failure. It names the endpoint's error code for a
 // refusal, never a token.
 func exchangeKind(err error) string {
+	if errors.Is(err, errSignIn) {
+		return signInKind(err)
+	}
 	if !errors.Is(err, errExchange) {
 		return ""
 	}
@@ -344,4 +408,25 @@ func exchangeKind(err error) string {
 		return "token exchange: token endpoint answer unusable"
 	}
 	return "token exchange: token endpoint unreachable"
+}
+
+// signInKind is the Error kind of a failure to obtain a signed-in user's
+// token: never a token, nor the server's answer beyond its error code.
+func signInKind(err error) string {
+	var re *tokenexchange.RefusedError
+	switch {
+	case errors.Is(err, signin.ErrNotSignedIn):
+		return "not signed in to the backend (call its sign_in tool)"
+	case errors.Is(err, errNoSignIns):
+		return "this edge keeps no sign-ins (-no-signins): the backend needs each user's sign-in"
+	case errors.Is(err, errNoCaller):
+		return "sign-in impossible: the call carries no verified access token (the edge needs --auth-issuer)"
+	case errors.As(err, &re):
+		return fmt.Sprintf("sign-in token refused by the authorization server (error %q)", re.Code)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "sign-in token: authorization server timed out"
+	case errors.Is(err, tokenexchange.ErrBadResponse):
+		return "sign-in token: authorization server answer unusable"
+	}
+	return "sign-in token: authorization server unreachable"
 }

@@ -3,6 +3,8 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
 )
 
@@ -271,5 +274,25 @@ func TestPerCallerSessionsBounded(t *testing.T) {
 	f.p.Prune(map[string]events.BackendConfig{})
 	if _, _, _, n := f.p.TokenStats(); n != 0 {
 		t.Fatalf("%d sessions after the backend left", n)
+	}
+}
+
+// A signed-in user's token not obtained: the kind names why, never a
+// token or the server's answer beyond its error code.
+func TestSignInKind(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: %w", errSignIn, signin.ErrNotSignedIn), "not signed in to the backend"},
+		{fmt.Errorf("%w: %w", errSignIn, errNoSignIns), "keeps no sign-ins"},
+		{fmt.Errorf("%w: %w", errSignIn, errNoCaller), "no verified access token"},
+		{fmt.Errorf("%w: %w", errSignIn, &tokenexchange.RefusedError{Status: 400, Code: "invalid_client"}), `(error "invalid_client")`},
+		{fmt.Errorf("%w: %w", errSignIn, context.DeadlineExceeded), "timed out"},
+		{fmt.Errorf("%w: %w", errSignIn, errors.New("dial refused")), "unreachable"},
+	} {
+		if got := exchangeKind(tc.err); !strings.Contains(got, tc.want) {
+			t.Errorf("exchangeKind(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

@@ -91,6 +91,9 @@ type Call struct {
 	// backend of the same revision takes it (StatelessOf); nil for a
 	// client of the session-based revisions.
 	Stateless *backend.Stateless
+	// URLElicitation: the client declared URL-mode elicitation (a call
+	// before sign-in is answered with URLElicitationRequired).
+	URLElicitation bool
 }
 
 // Run routes a tools/call once, forwards it, and records it in the
@@ -100,7 +103,18 @@ func (pl *Plane) Run(ctx context.Context, c Call) backend.Reply {
 	pl.inflight.Add(1)
 	defer pl.inflight.Add(-1)
 	start := time.Now()
+	if reply, ok := pl.signInCall(ctx, pl.o.View(), c, start); ok {
+		return reply
+	}
 	rt, err := pl.Resolve(c)
+	if err == nil && rt.Config.Auth.SignIn() && pl.o.SignIns != nil {
+		if reply, need := pl.needSignIn(ctx, c, rt.Tool.Backend, rt.Config.URL, rt.Config.Auth, true); need {
+			if pl.o.Trail != nil {
+				pl.Audit(c, rt, start, &reply, fmt.Errorf("tool %q: backend %q: %w", c.Name, rt.Tool.Backend, errSignInNeeded))
+			}
+			return reply
+		}
+	}
 	if pl.traced {
 		return pl.tracedForward(ctx, c, rt, err, start) // trace.go
 	}

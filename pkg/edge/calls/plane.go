@@ -78,6 +78,12 @@ type Options struct {
 		Hold() bool
 		Done()
 	}
+	// SignIns are the sign-ins of user_oauth backends (signin.go); nil:
+	// such backends show every caller their tools, and calls go without
+	// a sign-in (refused by the pool).
+	SignIns SignIns
+	// Separator joins a backend's name and its sign-in tools' names.
+	Separator string
 }
 
 // Plane is the edge's call plane: it routes what a client asks of the
@@ -99,6 +105,7 @@ type Plane struct {
 	heldCtx      context.Context // of held calls; ended by Close
 	heldStop     context.CancelFunc
 	record       func(calltrail.Entry) // the trail's Record; nil: none kept
+	signIns      signInViews
 }
 
 // New returns a plane with options o.

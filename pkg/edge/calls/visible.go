@@ -103,8 +103,15 @@ func (pl *Plane) Subject(ti *goauth.TokenInfo, ident string) *policy.Subject {
 }
 
 // VisibleTo is sv as the caller of a request (extra) may see it: sv itself
-// without a policy, else sv filtered by the caller's visible set.
+// without a policy, else sv filtered by the caller's visible set; the
+// backends it has not signed in to replaced by their sign-in tools
+// (signin.go).
 func (pl *Plane) VisibleTo(sv *view.Served, x *mcp.RequestExtra) *view.Served {
+	return pl.signInView(pl.policyView(sv, x), TokenInfoOf(x))
+}
+
+// policyView is sv filtered by the policy for the caller of x.
+func (pl *Plane) policyView(sv *view.Served, x *mcp.RequestExtra) *view.Served {
 	p := pl.pol.Load()
 	if p == nil {
 		return sv

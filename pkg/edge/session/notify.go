@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,7 +121,38 @@ func (g *Registry) observeLatency(s *Session) {
 
 // UpdateFrame is the SSE event of notifications/resources/updated of uri.
 func UpdateFrame(uri string) []byte {
+	if id, ok := strings.CutPrefix(uri, elicitationPrefix); ok {
+		return elicitationFrame(id)
+	}
 	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated",
 		"params": map[string]string{"uri": uri}}) // strings only: it encodes
 	return append(append([]byte("event: message\ndata: "), data...), "\n\n"...)
+}
+
+// A URL-mode elicitation's completion (a user's sign-in, package signin)
+// is owed as an update whose key is elicitationPrefix and the id: it goes
+// on the standalone stream with the resources/updated, and is sent again
+// to a stream that resumes before it, as they are.
+const elicitationPrefix = "\x00elicitation-complete:"
+
+// elicitationMethod is the notification of a completed elicitation.
+const elicitationMethod = "notifications/elicitation/complete"
+
+// elicitationFrame is the SSE frame of the completion of elicitation id.
+func elicitationFrame(id string) []byte {
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": elicitationMethod,
+		"params": map[string]string{"elicitationId": id}})
+	return append(append([]byte("event: message\ndata: "), data...), "\n\n"...)
+}
+
+// OweElicitationComplete owes the client notifications/elicitation/complete
+// of the URL-mode elicitation id, on its standalone stream.
+func (s *Session) OweElicitationComplete(id string) { s.OweUpdate(elicitationPrefix + id) }
+
+// updateMethod is the method of an owed update (the metric's label).
+func updateMethod(key string) string {
+	if strings.HasPrefix(key, elicitationPrefix) {
+		return elicitationMethod
+	}
+	return "notifications/resources/updated"
 }

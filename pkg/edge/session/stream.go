@@ -204,7 +204,7 @@ func (s *Session) writeUpdates(uris []string, raw func([]byte) error) bool {
 			s.mu.Unlock()
 			return false
 		}
-		s.reg.notified("notifications/resources/updated")
+		s.reg.notified(updateMethod(u))
 	}
 	return true
 }

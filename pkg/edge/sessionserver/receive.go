@@ -49,13 +49,16 @@ func (sv *Servers) receiving(s *session.Session) mcp.Middleware {
 				defer end()
 				c := calls.Call{Session: s, Ident: sv.o.Calls.IdentityOf(r.GetExtra()), TokenInfo: calls.TokenInfoOf(r.GetExtra()),
 					Name: r.Params.Name, Args: r.Params.Arguments, Meta: callMeta(r.Params.Meta),
-					Relay: sv.o.Calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken())}
+					Relay: sv.o.Calls.RelayFor(ctx, s, r.Session, r.Params.GetProgressToken()), URLElicitation: urlElicitation(r.Session)}
 				if s.Kind() != session.KindSession { // a client of the stateless generation
 					if c.Stateless, err = calls.StatelessOf(r); err != nil {
 						return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 					}
 				}
 				reply := sv.o.Calls.Run(ctx, c)
+				if je := calls.SignInError(reply); je != nil {
+					return nil, je // a client taking URL elicitations is asked to sign in
+				}
 				if je := calls.ClientError(reply); je != nil && s.Kind() != session.KindSession {
 					return nil, je // a 2026-07-28 caller gets the backend's -32021 as it is
 				}
@@ -150,7 +153,7 @@ func (sv *Servers) cached(res mcp.Result, err error) (mcp.Result, error) {
 	}
 	if c != nil {
 		switch {
-		case sv.o.Calls.Policy() != nil:
+		case sv.o.Calls.Policy() != nil || sv.o.Calls.PerCallerLists():
 			c.CacheScope = "private"
 		case c.CacheScope == "":
 			c.CacheScope = "public"
@@ -187,4 +190,14 @@ func result[R mcp.Result](res R, err error) (mcp.Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// urlElicitation reports whether the client of ss declared URL-mode
+// elicitation.
+func urlElicitation(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.Capabilities.Elicitation.URL != nil
 }

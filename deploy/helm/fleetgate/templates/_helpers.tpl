@@ -102,11 +102,11 @@ app.kubernetes.io/component: nats
 {{- end }}
 
 {{/* The edges' admin token Secret: their own, which a controller refuses. */}}
-{{/* An edge key Secret: pass (list $ "input-state") or (list $ "session-owner"). */}}
+{{/* An edge key Secret: pass (list $ "input-state"), (list $ "session-owner") or (list $ "signin"). */}}
 {{- define "fleetgate.edgeKeySecretName" -}}
 {{- $ := index . 0 -}}
 {{- $what := index . 1 -}}
-{{- $k := ternary $.Values.edge.inputStateKey $.Values.edge.sessionOwnerKey (eq $what "input-state") -}}
+{{- $k := get (dict "input-state" $.Values.edge.inputStateKey "session-owner" $.Values.edge.sessionOwnerKey "signin" $.Values.edge.signInKey) $what -}}
 {{- default (printf "%s-edge-%s" (include "fleetgate.fullname" $) $what) $k.existingSecret }}
 {{- end }}
 

@@ -1,0 +1,29 @@
+// Package signin makes the edge the OAuth 2.1 client of backends
+// configured with `auth: {type: user_oauth}`: each user signs in to the
+// backend once, and the backend's calls of that user carry the user's own
+// access token.
+//
+// The parts, each bounded and each parser with a fuzz target:
+//
+//   - Discovery (metadata.go, fetch.go): the backend's 401 challenge
+//     (WWW-Authenticate resource_metadata) or its RFC 9728
+//     /.well-known/oauth-protected-resource document names the
+//     authorization server; its RFC 8414 metadata gives the endpoints.
+//     Fetches are bounded in size and time, follow no redirect to another
+//     origin and dial no link-local or metadata address.
+//   - The flow (flow.go): authorization code with PKCE (S256); the state
+//     is sealed (AES-256-GCM under the sign-in key every edge shares) and
+//     carries the caller (iss and sub), the backend, the code verifier and
+//     the client, so that the callback completes on any edge.
+//   - The token endpoint (client.go): code and refresh grants, dynamic
+//     client registration (RFC 7591) when no client_id is configured.
+//   - Storage (vault.go, store.go): each refresh token sealed under the
+//     sign-in key, bound to its identity and backend, in a NATS KV bucket
+//     keyed by a hash of both; every edge watches the bucket, so a session
+//     that moves to another edge keeps its sign-in and a sign-out or
+//     revocation is fleet-wide. Access tokens are held in memory only and
+//     refreshed on expiry or when the backend answers 401.
+//
+// Tokens are credential.Secret values; no error text of this package
+// quotes a token, a code, a verifier, a client secret or a state.
+package signin

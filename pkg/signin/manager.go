@@ -1,0 +1,330 @@
+package signin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/fleetgate/fleetgate/pkg/credential"
+	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
+)
+
+// DefaultBucket is the KV bucket of the sign-ins.
+const DefaultBucket = "fleetgate_signins"
+
+// Defaults of Options.
+const (
+	DefaultMaxEntries = 100_000
+	// discoveryTTL is how long a backend's discovered metadata is used.
+	discoveryTTL = 10 * time.Minute
+)
+
+// ErrNotSignedIn: the caller has not signed in to the backend (or signed
+// out, or was revoked, or the server refused the refresh token).
+var ErrNotSignedIn = errors.New("not signed in to the backend")
+
+// Options configure a Manager; zero fields take the defaults.
+type Options struct {
+	// Key seals states and records; nil: NewRandomKey (sign-ins do not
+	// survive a move to another edge).
+	Key *Key
+	// JetStream holds the bucket; Bucket names it (DefaultBucket).
+	JetStream jetstream.JetStream
+	Bucket    string
+	// Replicas of the bucket when the manager creates it (default 1).
+	Replicas int
+	// HTTPClient makes discovery and token requests; nil: one whose dials
+	// refuse link-local and metadata addresses. Redirects to another
+	// origin are never followed.
+	HTTPClient *http.Client
+	// Timeout bounds each request (DefaultTimeout).
+	Timeout time.Duration
+	// RedirectURL is the edge's callback URL (CallbackURL).
+	RedirectURL string
+	// OnChange is told of each sign-in and sign-out of any edge (from the
+	// bucket's watch): the sessions of identity list again.
+	OnChange func(identity, backend string)
+	// MaxEntries bounds the sign-ins held in memory (DefaultMaxEntries).
+	MaxEntries int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// entry is one sign-in as this edge holds it: the sealed record (a copy
+// of the bucket's) and the access token, in memory only.
+type entry struct {
+	identity, backend string
+	sealed            []byte
+	rev               uint64
+	access            tokenexchange.Token
+	until             time.Time // the access token is used until then
+}
+
+// discovered is a backend's authorization server, as discovery found it.
+type discovered struct {
+	resource ResourceMetadata
+	server   ServerMetadata
+	at       time.Time
+}
+
+// Manager is an edge's sign-ins. Open it, Run its watch, and ask it for
+// a caller's Authorization. It is safe for concurrent use.
+type Manager struct {
+	o      Options
+	hc     http.Client
+	kv     atomic.Pointer[jetstream.KeyValue] // set by Run once attached
+	flight singleflight.Group
+
+	mu        sync.Mutex
+	entries   map[string]*entry // by bucket key
+	backends  map[string]discovered
+	clients   map[string]string // registered client ids by registration endpoint
+	refreshes int
+	ready     chan struct{} // closed once the watch delivered the bucket's content
+}
+
+// Open returns the sign-ins of options o; Run attaches the bucket.
+func Open(o Options) *Manager {
+	if o.Key == nil {
+		o.Key = NewRandomKey()
+	}
+	if o.Bucket == "" {
+		o.Bucket = DefaultBucket
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OnChange == nil {
+		o.OnChange = func(string, string) {}
+	}
+	return &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, backends: map[string]discovered{},
+		clients: map[string]string{}, ready: make(chan struct{})}
+}
+
+// Provision creates the bucket (the controller does, for edges that may
+// not create it) with replicas (at least 1).
+func Provision(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) error {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket,
+		Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
+		History:     1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord})
+	if err != nil {
+		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// errNoBucket: the bucket is not attached yet (Run waits for it).
+var errNoBucket = errors.New("sign-ins: the bucket is not available yet")
+
+// attachRetry is the pause between two attempts to attach the bucket.
+const attachRetry = time.Second
+
+// attach waits for the bucket until ctx ends: an existing one, or one it
+// creates (a client with the rights: a fleet without a controller
+// provisioning it).
+func (m *Manager) attach(ctx context.Context) (jetstream.KeyValue, error) {
+	for {
+		kv, err := m.o.JetStream.KeyValue(ctx, m.o.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err = Provision(cctx, m.o.JetStream, m.o.Bucket, m.o.Replicas)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		if err == nil {
+			return kv, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(attachRetry):
+		}
+	}
+}
+
+// bucket is the attached bucket, errNoBucket before.
+func (m *Manager) bucket() (jetstream.KeyValue, error) {
+	if kv := m.kv.Load(); kv != nil {
+		return *kv, nil
+	}
+	return nil, errNoBucket
+}
+
+// Ready is closed once the watch delivered the bucket's content.
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
+// Run attaches the bucket (waiting for it) and follows it until ctx
+// ends: every edge's sign-ins and sign-outs reach this edge's memory (a
+// sign-out drops the access token) and OnChange.
+func (m *Manager) Run(ctx context.Context) error {
+	kv, err := m.attach(ctx)
+	if err != nil {
+		return nil // ctx ended
+	}
+	m.kv.Store(&kv)
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("sign-ins: watch %s: %w", m.o.Bucket, err)
+	}
+	defer func() { _ = w.Stop() }()
+	initial := true
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u, ok := <-w.Updates():
+			if !ok {
+				return nil
+			}
+			if u == nil { // the end of the initial content
+				if initial {
+					initial = false
+					close(m.ready)
+				}
+				continue
+			}
+			m.apply(u, !initial)
+		}
+	}
+}
+
+// apply takes one update of the bucket.
+func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
+	key := u.Key()
+	m.mu.Lock()
+	e := m.entries[key]
+	if u.Operation() != jetstream.KeyValuePut {
+		delete(m.entries, key)
+		m.mu.Unlock()
+		if e != nil && notify {
+			m.o.OnChange(e.identity, e.backend)
+		}
+		return
+	}
+	if e != nil && e.rev >= u.Revision() {
+		m.mu.Unlock()
+		return // our own write, already held
+	}
+	m.mu.Unlock()
+	r, err := m.o.Key.OpenRecord(key, u.Value())
+	if err != nil {
+		return // sealed under another key, or altered: not a sign-in of ours
+	}
+	m.mu.Lock()
+	if e = m.entries[key]; e == nil {
+		if len(m.entries) >= m.o.MaxEntries {
+			m.mu.Unlock()
+			return
+		}
+		e = &entry{identity: r.Identity, backend: r.Backend}
+		m.entries[key] = e
+	}
+	fresh := e.sealed == nil
+	e.sealed, e.rev = u.Value(), u.Revision()
+	m.mu.Unlock()
+	if fresh && notify {
+		m.o.OnChange(r.Identity, r.Backend)
+	}
+}
+
+// SignedIn reports whether identity holds a sign-in to backend (of any
+// edge).
+func (m *Manager) SignedIn(identity, backend string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[KeyOf(identity, backend)]
+	return e != nil && e.sealed != nil
+}
+
+// Stats are the sign-ins held and the refresh grants made.
+func (m *Manager) Stats() (signedIn, refreshes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries), m.refreshes
+}
+
+// discover is the authorization server of the backend at resource
+// (cached discoveryTTL).
+func (m *Manager) discover(ctx context.Context, resource string) (discovered, error) {
+	now := m.o.Now()
+	m.mu.Lock()
+	d, ok := m.backends[resource]
+	m.mu.Unlock()
+	if ok && now.Sub(d.at) < discoveryTTL {
+		return d, nil
+	}
+	v, err, _ := m.flight.Do("discover\x00"+resource, func() (any, error) {
+		prm, asm, err := discover(context.WithoutCancel(ctx), &m.hc, m.o.Timeout, resource)
+		if err != nil {
+			return discovered{}, err
+		}
+		d := discovered{resource: prm, server: asm, at: now}
+		m.mu.Lock()
+		if len(m.backends) >= maxDiscovered {
+			clear(m.backends)
+		}
+		m.backends[resource] = d
+		m.mu.Unlock()
+		return d, nil
+	})
+	if err != nil {
+		return discovered{}, fmt.Errorf("discover the authorization server: %w", err)
+	}
+	return v.(discovered), nil
+}
+
+// maxDiscovered bounds the backends whose metadata is kept.
+const maxDiscovered = 1024
+
+// client is the client the edge signs users in as at d's server: the
+// configured one, else one registered (once per registration endpoint).
+func (m *Manager) client(ctx context.Context, d discovered, a *credential.Auth) (Client, error) {
+	if a.ClientID != "" {
+		return Client{ID: a.ClientID, Secret: a.ClientSecret}, nil
+	}
+	ep := d.server.RegistrationEndpoint
+	if ep == "" {
+		return Client{}, fmt.Errorf("%w: no client_id configured and the authorization server takes no registration", ErrBadMetadata)
+	}
+	m.mu.Lock()
+	id, ok := m.clients[ep]
+	m.mu.Unlock()
+	if ok {
+		return Client{ID: id}, nil
+	}
+	v, err, _ := m.flight.Do("register\x00"+ep, func() (any, error) {
+		id, err := register(context.WithoutCancel(ctx), &m.hc, m.o.Timeout, ep, m.o.RedirectURL, a.Scopes)
+		if err != nil {
+			return "", err
+		}
+		m.mu.Lock()
+		if len(m.clients) >= maxDiscovered {
+			clear(m.clients)
+		}
+		m.clients[ep] = id
+		m.mu.Unlock()
+		return id, nil
+	})
+	if err != nil {
+		return Client{}, err
+	}
+	return Client{ID: v.(string)}, nil
+}
