@@ -114,15 +114,26 @@ func Open(o Options) *Manager {
 		clients: map[string]string{}, ready: make(chan struct{})}
 }
 
+// The sign-in bucket's bounds: BucketMaxBytes in all (within the 64 MiB
+// the controller's store check keeps for snapshots and buckets; a full
+// bucket refuses new sign-ins, which the user is told), and a sign-in
+// not written for BucketTTL (a refresh rewrites it) expires: its user
+// signs in again.
+const (
+	BucketMaxBytes = 16 << 20
+	BucketTTL      = 90 * 24 * time.Hour
+)
+
 // Provision creates the bucket (the controller does, for edges that may
-// not create it) with replicas (at least 1).
+// not create it) with replicas (at least 1), or updates its limits.
 func Provision(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) error {
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
 	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket,
 		Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
-		History:     1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord})
+		History:     1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord,
+		MaxBytes: BucketMaxBytes, TTL: BucketTTL})
 	if err != nil {
 		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
 	}
