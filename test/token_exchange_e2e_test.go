@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -187,6 +188,15 @@ health:
 		"edge /metrics":       get(t, "http://"+edgeAdmin+"/metrics"),
 		"edge /v1/sessions":   get(t, "http://"+edgeAdmin+"/v1/sessions"),
 	}
+	// The edge's figures: three exchanges (alice's, bob's, carol's
+	// refused), two tokens cached, the later calls answered from the cache,
+	// the callers' sessions.
+	for _, m := range []string{`fleetgate_edge_token_exchanges_total 3`, `fleetgate_edge_tokens_cached 2`,
+		`fleetgate_edge_token_cache_hits_total [1-9]\d*`, `fleetgate_edge_caller_sessions [1-9]\d*`} {
+		if !regexp.MustCompile(`(?m)^` + m + `$`).MatchString(surfaces["edge /metrics"]) {
+			t.Errorf("edge /metrics lacks %q:\n%s", m, grepLines(surfaces["edge /metrics"], "fleetgate_edge_t", "fleetgate_edge_caller"))
+		}
+	}
 	if !strings.Contains(surfaces["/v1/state"], `"client_secret":{"file":"`+secretFile+`"}`) {
 		t.Fatalf("/v1/state does not show the auth section's reference:\n%s", surfaces["/v1/state"])
 	}
@@ -211,4 +221,18 @@ health:
 		}
 	}
 	t.Logf("checked %d surfaces (%d bytes) for %d secrets", len(surfaces), totalLen(surfaces), len(secrets))
+}
+
+// grepLines are the lines of s that start with one of prefixes.
+func grepLines(s string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

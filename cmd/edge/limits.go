@@ -8,6 +8,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 )
 
 // limitConfig holds the flags of the edge's limits: sessions, request and
@@ -17,6 +18,8 @@ type limitConfig struct {
 	maxBody, maxInitialize, maxBackendResponse  int64
 	headerTimeout, bodyTimeout, idleTimeout     time.Duration
 	writeTimeout                                time.Duration
+	callerSessions                              int
+	callerIdle                                  time.Duration
 	// memoryBudget is -memory-budget (0: found, see budget.go); budget is
 	// the budget in force and notes what the log says of the caps.
 	memoryBudget cmdline.ByteSize
@@ -40,6 +43,10 @@ func (c *limitConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.headerTimeout, "header-timeout", 10*time.Second, "deadline for reading a request's head (extension)")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", 30*time.Second, "deadline for reading a request's body (extension)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections waiting longer for a request are closed (extension)")
+	fs.IntVar(&c.callerSessions, "caller-sessions-max", backend.DefaultMaxCallerSessions,
+		"per-caller backend sessions (of token_exchange and user_oauth backends) this edge keeps, all callers and backends together; beyond, the least recently used is closed (extension)")
+	fs.DurationVar(&c.callerIdle, "caller-session-idle", backend.DefaultCallerIdle,
+		"a per-caller backend session unused this long is closed (extension)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", edge.DefaultWriteTimeout,
 		"a client that takes no part (64 KiB) of a response or stream write for this long is dropped and counted in fleetgate_edge_slow_clients_dropped_total (extension)")
 }
@@ -56,6 +63,8 @@ func (c *limitConfig) check() error {
 		return fmt.Errorf("invalid value 0 for flag -max-sessions-per-identity: want a positive cap or a negative value for none")
 	case c.maxConnections <= 0:
 		return fmt.Errorf("invalid value %d for flag -max-connections: want a positive count", c.maxConnections)
+	case c.callerSessions <= 0 || c.callerIdle <= 0:
+		return fmt.Errorf("invalid value for flag -caller-sessions-max (%d) or -caller-session-idle (%v): want positive values", c.callerSessions, c.callerIdle)
 	case c.headerTimeout <= 0 || c.bodyTimeout <= 0 || c.idleTimeout <= 0 || c.writeTimeout <= 0:
 		return fmt.Errorf("invalid duration: -header-timeout, -body-timeout, -idle-timeout and -write-timeout must be positive")
 	}
@@ -93,4 +102,5 @@ func (c *limitConfig) apply(o *edge.Options) {
 		MaxSessions: c.maxSessions, MaxSessionsPerIdentity: c.maxPerIdentity}
 	o.MaxConnections, o.MaxBackendResponse = c.maxConnections, c.maxBackendResponse
 	o.HeaderTimeout, o.BodyTimeout, o.IdleTimeout, o.WriteTimeout = c.headerTimeout, c.bodyTimeout, c.idleTimeout, c.writeTimeout
+	o.CallerSessions, o.CallerIdle = c.callerSessions, c.callerIdle
 }

@@ -135,6 +135,8 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.backends.Store(&map[string]events.BackendConfig{})
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
+	e.pool.SetCallerOptions(backend.CallerOptions{MaxSessions: opts.CallerSessions, Idle: opts.CallerIdle})
+	e.m.tokenStats(opts.Registry, e.pool.TokenStats)
 	e.pool.SetStdio(opts.Stdio) // nil: every stdio backend refused here
 	e.pool.SetCredentialLimits(opts.CredentialLimits)
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value

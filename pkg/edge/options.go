@@ -86,6 +86,12 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// SessionTimeout closes sessions idle (no POST) for this long; 0 never.
 	SessionTimeout time.Duration
+	// CallerSessions bounds the backend sessions kept per caller (of
+	// token_exchange and user_oauth backends), all backends together;
+	// CallerIdle closes one unused this long. Defaults:
+	// backend.DefaultMaxCallerSessions, backend.DefaultCallerIdle.
+	CallerSessions int
+	CallerIdle     time.Duration
 	// BackendHTTPClient talks to backends; default a client without a
 	// timeout (a timeout would cut streams; CallTimeout bounds calls) whose
 	// transport makes plain-HTTP exchanges on the caller's goroutine
