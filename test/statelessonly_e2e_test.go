@@ -79,8 +79,10 @@ func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 // 2026-07-28 one both list its tools, call its tool, get its prompt and
 // read its resource through the edge with the same content, the older
 // one never seeing a member of the newer revision; its input request
-// reaches the 2026-07-28 client and fails the 2025-11-25 call with an
-// error naming why; it going down is seen and its tools leave.
+// reaches the 2026-07-28 client, and a 2025-11-25 client on its own stream
+// when it declared elicitation (the call retried with its answer), and
+// fails the call of one that did not, naming why; it going down is seen
+// and its tools leave.
 func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 	node := startNATS(t)
 	alpha := statelessOnlyBackend(t)
@@ -154,8 +156,27 @@ func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 		t.Fatalf("2026-07-28 input request: %v %+v (asked %d)", err, res, asked)
 	}
 	res, err = ocs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_ask", Arguments: map[string]any{}})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "elicitation/create") || !strings.Contains(text(res), "2026-07-28") {
-		t.Fatalf("2025-11-25 input request: %v %+v, want an error naming the request and the protocol", err, res)
+	if err != nil || !res.IsError || !strings.Contains(text(res), "elicitation/create") || !strings.Contains(text(res), "did not declare the elicitation capability") {
+		t.Fatalf("2025-11-25 input request, no capability: %v %+v, want an error naming the request and why", err, res)
+	}
+	oldAsked := 0
+	asking := mcp.NewClient(&mcp.Implementation{Name: "old-asked"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			oldAsked++
+			if r.Params.Message != "your name?" {
+				t.Errorf("2025-11-25 client asked %q", r.Params.Message)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "grace"}}, nil
+		}})
+	acs, err := asking.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.MCPURL(), HTTPClient: &http.Client{Transport: rec}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acs.Close()
+	res, err = acs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_ask", Arguments: map[string]any{}})
+	if err != nil || res.IsError || text(res) != "hi grace" || oldAsked != 1 {
+		t.Fatalf("2025-11-25 input request relayed: %v %+v (asked %d)", err, res, oldAsked)
 	}
 	for _, member := range []string{`"resultType"`, `"ttlMs"`, `"cacheScope"`, `"requestState"`, `"inputRequests"`} {
 		if strings.Contains(rec.seen(), member) {

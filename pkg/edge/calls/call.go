@@ -163,24 +163,21 @@ func (pl *Plane) forward(ctx context.Context, c *Call, rt Route, start time.Time
 	} else if je := pl.openState(c, rt, start); je != nil {
 		return errorReply(je), true, je
 	}
-	bridged := c.Stateless == nil && rt.StatelessOnly
-	if bridged { // a backend of the stateless generation only (bridge.go)
-		if c.Stateless, err = bridgeCall(*c, rt.Revision); err != nil {
-			return pl.failed(*c, rt, err), true, err
-		}
-	}
-	reply, err = pl.o.Pool.CallTool(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
-		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless})
-	switch {
-	case err == nil && reply.Stateless && bridged:
-		reply, err = pl.bridgedReply(*c, rt, reply)
-	case err == nil && reply.Stateless:
+	if c.Stateless == nil && rt.StatelessOnly { // a backend of the stateless generation only
+		reply, err = pl.bridge(ctx, *c, rt) // bridge.go
+	} else if reply, err = pl.callBackend(ctx, *c, rt); err == nil && reply.Stateless {
 		err = pl.sealState(*c, rt, &reply, time.Now())
 	}
 	if err != nil && reply.Res == nil {
 		reply = pl.failed(*c, rt, err)
 	}
 	return reply, true, err
+}
+
+// callBackend sends call c to its backend by rt.
+func (pl *Plane) callBackend(ctx context.Context, c Call, rt Route) (backend.Reply, error) {
+	return pl.o.Pool.CallTool(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless})
 }
 
 // failed is the reply of call c whose backend call failed with err (a

@@ -36,7 +36,7 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	} else if bridged := st == nil && rev != "" && cur.StatelessOnly[entry.Backend]; st != nil || bridged {
 		if bridged { // a backend of the stateless generation only (bridge.go)
 			var err error
-			if st, err = bridgeOf(req.Params.Meta, rev); err != nil {
+			if st, err = bridgeOf(req.Params.Meta, rev, nil); err != nil {
 				return nil, fmt.Errorf("prompt %q: %w", name, err)
 			}
 		}
@@ -101,7 +101,7 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	} else if bridged := st == nil && rev != "" && cur.StatelessOnly[entry.Backend]; st != nil || bridged {
 		if bridged { // a backend of the stateless generation only (bridge.go)
 			var err error
-			if st, err = bridgeOf(req.Params.Meta, rev); err != nil {
+			if st, err = bridgeOf(req.Params.Meta, rev, nil); err != nil {
 				return nil, fmt.Errorf("resource %q: %w", uri, err)
 			}
 		}
