@@ -61,13 +61,21 @@ func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 	b.Server().AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
 	})
+	elicit := mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "your name?",
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}
+	b.Server().AddPrompt(&mcp.Prompt{Name: "ask"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{InputRequests: elicit}, nil
+	})
+	b.Server().AddTool(&mcp.Tool{Name: "nag", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{InputRequests: elicit}, nil // never satisfied
+		})
 	b.Server().AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if res, ok := r.Params.InputResponses["name"].(*mcp.ElicitResult); ok {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi " + res.Content["name"].(string)}}}, nil
 			}
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "your name?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil
+			return &mcp.CallToolResult{InputRequests: elicit}, nil
 		})
 	return b
 }
@@ -81,8 +89,9 @@ func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 // one never seeing a member of the newer revision; its input request
 // reaches the 2026-07-28 client, and a 2025-11-25 client on its own stream
 // when it declared elicitation (the call retried with its answer), and
-// fails the call of one that did not, naming why; it going down is seen
-// and its tools leave.
+// fails the call of one that did not, naming why (a backend asking
+// forever fails the call after a bounded number of rounds; a prompt asking
+// fails naming why); it going down is seen and its tools leave.
 func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 	node := startNATS(t)
 	alpha := statelessOnlyBackend(t)
@@ -177,6 +186,13 @@ func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 	res, err = acs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_ask", Arguments: map[string]any{}})
 	if err != nil || res.IsError || text(res) != "hi grace" || oldAsked != 1 {
 		t.Fatalf("2025-11-25 input request relayed: %v %+v (asked %d)", err, res, oldAsked)
+	}
+	res, err = acs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_nag", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "too many input rounds") || oldAsked != 1+7 {
+		t.Fatalf("2025-11-25 endless input requests: %v %+v (asked %d), want a bounded failure", err, res, oldAsked)
+	}
+	if _, err := acs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "alpha_ask"}); err == nil || !strings.Contains(err.Error(), "only on a tools/call's stream") {
+		t.Fatalf("2025-11-25 prompt asking for input: %v, want the reason", err)
 	}
 	for _, member := range []string{`"resultType"`, `"ttlMs"`, `"cacheScope"`, `"requestState"`, `"inputRequests"`} {
 		if strings.Contains(rec.seen(), member) {

@@ -31,7 +31,7 @@ import (
 // ErrInputNotRelayed is wrapped by the failure of a bridged request whose
 // backend asked for input.
 var ErrInputNotRelayed = errors.New("the backend speaks only protocol 2026-07-28 and asked for input, " +
-	"which the edge relays to a client of an older protocol only during a tools/call; " +
+	"which the edge relays to a client of an older protocol only on a tools/call's stream, to a client that can be asked; " +
 	"connect with protocol 2026-07-28 to answer it")
 
 // reservedMeta are the _meta members of a stateless request that say who
