@@ -3,7 +3,12 @@ package prober
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +95,32 @@ func TestSessionBackendNotStatelessOnly(t *testing.T) {
 		if c := rec.waitCatalog(t, 0, "first", anyCatalog).v; c.StatelessOnly {
 			t.Errorf("new protocol %v: catalog marked stateless-only", newProto)
 		}
+	}
+}
+
+// TestRefusingBackend: a backend that refuses initialize and
+// server/discover alike is a failure, with the reason of the refused
+// initialize, and has no catalog.
+func TestRefusingBackend(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req) != nil || req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"nope"}}`, req.ID)
+	}))
+	t.Cleanup(srv.Close)
+	rec := newRecorder()
+	run(t, Target{Group: "default", Name: "refusing", URL: srv.URL + "/mcp"}, rec.sink(), &Options{Policy: health.Policy{Interval: time.Hour}})
+	o, _ := rec.waitObs(t, 0, "failure", isResult(health.Failure))
+	if !strings.Contains(o.v.Reason, "nope") {
+		t.Errorf("reason %q, want the backend's refusal", o.v.Reason)
+	}
+	if _, cats := rec.mark(); cats != 0 {
+		t.Errorf("%d catalogs of a refusing backend", cats)
 	}
 }

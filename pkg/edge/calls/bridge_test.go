@@ -61,3 +61,31 @@ func TestInputAsked(t *testing.T) {
 		t.Errorf("%q, want it to start with %q", err, want)
 	}
 }
+
+// FuzzBridgeCall: whatever _meta a client sends, a bridged call's _meta is
+// an object naming the backend's revision and no capability, or the call
+// is refused.
+func FuzzBridgeCall(f *testing.F) {
+	for _, s := range []string{`{}`, `{"progressToken":1}`, `null`, `[1]`, `{"io.modelcontextprotocol/protocolVersion":3}`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		if len(meta) > 1<<16 {
+			return
+		}
+		st, err := bridgeCall(Call{Meta: meta}, "2026-07-28")
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(st.Meta, &m); err != nil {
+			t.Fatalf("meta %s: %v", st.Meta, err)
+		}
+		if m[mcp.MetaKeyProtocolVersion] != "2026-07-28" || len(m[mcp.MetaKeyClientCapabilities].(map[string]any)) != 0 {
+			t.Fatalf("meta %s", st.Meta)
+		}
+		if _, ok := m[mcp.MetaKeyClientInfo]; ok {
+			t.Fatalf("client info passed on: %s", st.Meta)
+		}
+	})
+}
