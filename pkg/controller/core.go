@@ -27,6 +27,8 @@ type Discovered struct {
 	// ProtocolVersion is the stateless revision the backend answered
 	// server/discover with ("" for none).
 	ProtocolVersion string
+	// StatelessOnly: the backend refused initialize (prober.Catalog).
+	StatelessOnly bool
 }
 
 // Core is the controller's decision logic: a pure state machine in the
@@ -105,7 +107,7 @@ func NewCore(policy health.Policy, logState *events.State) *Core {
 			if b.Catalog != nil {
 				e.catalog = &Discovered{Tools: b.Catalog.Tools, Resources: b.Catalog.Resources,
 					Prompts: b.Catalog.Prompts, ResourceTemplates: b.Catalog.ResourceTemplates, Digest: b.Catalog.Digest, InvalidTools: b.Catalog.InvalidTools,
-					ProtocolVersion: b.Catalog.ProtocolVersion}
+					ProtocolVersion: b.Catalog.ProtocolVersion, StatelessOnly: b.Catalog.StatelessOnly}
 			}
 			c.expected[BackendKey{g.Name, b.Name}] = e
 		}
@@ -273,7 +275,7 @@ func (c *Core) Ready(now time.Time) []*eventspb.Event {
 			ev, err := events.NewCatalogChanged(now, k.Group, k.Name, &events.Catalog{
 				Tools: b.catalog.Tools, Resources: b.catalog.Resources, Prompts: b.catalog.Prompts,
 				ResourceTemplates: b.catalog.ResourceTemplates, Digest: b.catalog.Digest, InvalidTools: b.catalog.InvalidTools,
-				ProtocolVersion: b.catalog.ProtocolVersion})
+				ProtocolVersion: b.catalog.ProtocolVersion, StatelessOnly: b.catalog.StatelessOnly})
 			if err == nil {
 				out = append(out, ev)
 				e.catalog = b.catalog
@@ -298,7 +300,7 @@ func sameCatalog(a, b *Discovered) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Digest == b.Digest && a.ProtocolVersion == b.ProtocolVersion && sameDefs(a.Resources, b.Resources) && sameDefs(a.Prompts, b.Prompts) &&
+	return a.Digest == b.Digest && a.ProtocolVersion == b.ProtocolVersion && a.StatelessOnly == b.StatelessOnly && sameDefs(a.Resources, b.Resources) && sameDefs(a.Prompts, b.Prompts) &&
 		sameDefs(a.ResourceTemplates, b.ResourceTemplates) &&
 		len(a.InvalidTools) == len(b.InvalidTools)
 }

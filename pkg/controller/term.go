@@ -238,7 +238,8 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 
 func toDiscovered(cat prober.Catalog) Discovered {
 	d := Discovered{Tools: cat.Tools, Resources: cat.Resources, Prompts: cat.Prompts,
-		ResourceTemplates: cat.ResourceTemplates, Digest: cat.Digest, ProtocolVersion: cat.ProtocolVersion}
+		ResourceTemplates: cat.ResourceTemplates, Digest: cat.Digest, ProtocolVersion: cat.ProtocolVersion,
+		StatelessOnly: cat.StatelessOnly}
 	for _, it := range cat.InvalidTools {
 		d.InvalidTools = append(d.InvalidTools, events.InvalidTool{Name: it.Name, Reason: it.Reason})
 	}

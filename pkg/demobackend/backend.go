@@ -36,6 +36,11 @@ type Options struct {
 	// handler serves up to 2025-11-25; such a client falls back to it).
 	// Requests of older protocols keep their sessions. Not with SSE.
 	NewProtocol bool
+	// StatelessOnly serves protocol 2026-07-28 only, with the go-sdk's
+	// stateless handler: initialize, and every request of an older
+	// protocol, is refused with an unsupported-protocol-version error.
+	// Not with SSE.
+	StatelessOnly bool
 }
 
 // newProtocol is the first protocol version without sessions.
@@ -172,7 +177,10 @@ func (b *Backend) handler() http.Handler {
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return b.srv }, nil)
 	} else {
 		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv }, nil)
-		if b.opts.NewProtocol {
+		if b.opts.StatelessOnly {
+			h = statelessOnly(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
+				&mcp.StreamableHTTPOptions{Stateless: true}))
+		} else if b.opts.NewProtocol {
 			stateful := h
 			stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
 				&mcp.StreamableHTTPOptions{Stateless: true})

@@ -94,7 +94,7 @@ func NewCatalogChanged(at time.Time, group, backend string, c *Catalog) (*events
 	if err != nil {
 		return nil, fmt.Errorf("catalog event %s/%s: resource templates: %w", group, backend, err)
 	}
-	cc := &eventspb.CatalogChanged{Digest: c.Digest, ProtocolVersion: c.ProtocolVersion}
+	cc := &eventspb.CatalogChanged{Digest: c.Digest, ProtocolVersion: c.ProtocolVersion, StatelessOnly: c.StatelessOnly}
 	if len(tools)+len(resources)+len(prompts)+len(templates) > compressAbove {
 		cc.Compression = eventspb.Compression_COMPRESSION_ZSTD
 		tools, resources, prompts, templates = compress(tools), compress(resources), compress(prompts), compress(templates)
@@ -156,7 +156,7 @@ func Decode(gen uint64, data []byte) (*eventspb.Event, error) {
 
 // catalogFromEvent decodes the definitions of a catalog-changed payload.
 func catalogFromEvent(gen uint64, cc *eventspb.CatalogChanged) (*Catalog, error) {
-	c := &Catalog{Digest: cc.Digest, Generation: gen, ProtocolVersion: cc.ProtocolVersion}
+	c := &Catalog{Digest: cc.Digest, Generation: gen, ProtocolVersion: cc.ProtocolVersion, StatelessOnly: cc.StatelessOnly}
 	var err error
 	if c.Tools, err = unmarshalDefs(cc.Tools, cc.Compression); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)

@@ -191,10 +191,15 @@ func mustDecode(t *testing.T, gen uint64, data []byte) *eventspb.Event {
 }
 
 // TestCatalogProtocolVersion: the stateless revision a backend was
-// discovered in survives the log: encoded, decoded and folded.
+// discovered in, and whether it speaks only that generation, survive the
+// log: encoded, decoded and folded.
 func TestCatalogProtocolVersion(t *testing.T) {
-	for _, pv := range []string{"", "2026-07-28"} {
-		ev, err := NewCatalogChanged(time.Unix(1, 0), "g", "b", &Catalog{Digest: "sha256:x", ProtocolVersion: pv})
+	for _, tc := range []struct {
+		pv   string
+		only bool
+	}{{"", false}, {"2026-07-28", false}, {"2026-07-28", true}} {
+		pv := tc.pv
+		ev, err := NewCatalogChanged(time.Unix(1, 0), "g", "b", &Catalog{Digest: "sha256:x", ProtocolVersion: pv, StatelessOnly: tc.only})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,8 +209,8 @@ func TestCatalogProtocolVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Backend("g", "b").Catalog.ProtocolVersion; got != pv {
-			t.Errorf("protocol version %q after the log, want %q", got, pv)
+		if got := s.Backend("g", "b").Catalog; got.ProtocolVersion != pv || got.StatelessOnly != tc.only {
+			t.Errorf("protocol version %q stateless-only %v after the log, want %q %v", got.ProtocolVersion, got.StatelessOnly, pv, tc.only)
 		}
 	}
 }

@@ -102,7 +102,10 @@ type Catalog struct {
 	// backend answered server/discover with; "" for a backend of the
 	// session-based revisions only.
 	ProtocolVersion string `json:"protocol_version,omitempty"`
-	Generation      uint64 `json:"generation"`
+	// StatelessOnly: the backend refused initialize and speaks only the
+	// stateless generation, in ProtocolVersion.
+	StatelessOnly bool   `json:"stateless_only,omitempty"`
+	Generation    uint64 `json:"generation"`
 }
 
 // InvalidTool is a backend tool that validation dropped.

@@ -49,6 +49,9 @@ type Catalog struct {
 	// backend answered server/discover with; "" for a backend of the
 	// session-based revisions only.
 	ProtocolVersion string
+	// StatelessOnly: the backend refused initialize and speaks only the
+	// stateless generation (stateless.go), in ProtocolVersion.
+	StatelessOnly bool
 }
 
 // listPage is one raw list result; only the member of its method is set.
@@ -71,7 +74,7 @@ func (p *Prober) discover(ctx context.Context, s *session) bool {
 				p.lastRevision, s.revisionAsked = rev, true
 			}
 		}
-		c.ProtocolVersion = p.lastRevision
+		c.ProtocolVersion, c.StatelessOnly = p.lastRevision, s.stateless
 	}
 	p.m.discovered(p.target, err == nil, time.Since(start))
 	if err != nil {
@@ -98,12 +101,17 @@ func (p *Prober) list(s *session) (Catalog, error) {
 	defer cancel()
 	s.wire.lists.reset()
 	var c Catalog
+	cs, release, err := p.listSession(ctx, s)
+	if err != nil {
+		return c, fmt.Errorf("discover %s: %w", p.target, err)
+	}
+	defer release()
 	caps := &mcp.ServerCapabilities{}
-	if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
 	}
 	tools, pages, err := p.listAll(ctx, s, methodTools, func(ctx context.Context, cur string) (string, error) {
-		r, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
+		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
 		if err != nil {
 			return "", err
 		}
@@ -116,7 +124,7 @@ func (p *Prober) list(s *session) (Catalog, error) {
 	var resources, templates, prompts []json.RawMessage
 	if caps.Resources != nil {
 		resources, _, err = p.listAll(ctx, s, methodResources, func(ctx context.Context, cur string) (string, error) {
-			r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
 			if err != nil {
 				return "", err
 			}
@@ -126,7 +134,7 @@ func (p *Prober) list(s *session) (Catalog, error) {
 			return c, err
 		}
 		templates, _, err = p.listAll(ctx, s, methodTemplates, func(ctx context.Context, cur string) (string, error) {
-			r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
 			if err != nil {
 				return "", err
 			}
@@ -138,7 +146,7 @@ func (p *Prober) list(s *session) (Catalog, error) {
 	}
 	if caps.Prompts != nil {
 		prompts, _, err = p.listAll(ctx, s, methodPrompts, func(ctx context.Context, cur string) (string, error) {
-			r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
 			if err != nil {
 				return "", err
 			}
@@ -254,5 +262,5 @@ func fingerprint(c Catalog) string {
 		}
 		h.Write([]byte{0})
 	}
-	return c.Digest + "|" + c.ProtocolVersion + "|" + hex.EncodeToString(h.Sum(nil))
+	return c.Digest + "|" + c.ProtocolVersion + "|" + fmt.Sprint(c.StatelessOnly) + "|" + hex.EncodeToString(h.Sum(nil))
 }

@@ -28,6 +28,12 @@
 //     delivers a Catalog when the tools digest or the resources/prompts
 //     changed.
 //
+// A streamable HTTP backend that answers initialize with a JSON-RPC error
+// but server/discover with the stateless generation (2026-07-28) is
+// watched in that generation instead (stateless.go): a probe is a
+// server/discover, every listing takes a session of its own, and its
+// Catalog says StatelessOnly.
+//
 // Definitions are captured byte for byte from the wire (the SDK's structs
 // drop unknown members such as "execution"), validated with the catalog
 // filters and canonicalized (RFC 8785).

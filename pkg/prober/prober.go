@@ -150,6 +150,7 @@ type Prober struct {
 	discoveryTimeout       time.Duration
 
 	client  *mcp.Client
+	plain   *mcp.Client   // with no handlers: probes and listings of the stateless generation
 	relist  chan struct{} // list_changed seen; capacity 1
 	refresh chan struct{} // Refresh asked; capacity 1
 	running atomic.Bool
@@ -225,6 +226,7 @@ func New(t Target, sink Sink, o *Options) *Prober {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed() },
 	})
+	p.plain = mcp.NewClient(&mcp.Implementation{Name: "fleetgate-prober", Version: "1"}, nil)
 	return p
 }
 
@@ -365,7 +367,12 @@ func (p *Prober) probe(ctx context.Context, s *session) (ok, dead bool) {
 	}
 	start := p.now()
 	pctx, cancel := context.WithTimeout(s.calls, p.policy.Timeout)
-	err := s.cs.Ping(pctx, nil)
+	var err error
+	if s.stateless {
+		err = p.discoverProbe(pctx, s)
+	} else {
+		err = s.cs.Ping(pctx, nil)
+	}
 	cancel()
 	if ctx.Err() != nil {
 		return false, true

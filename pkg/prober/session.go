@@ -41,6 +41,10 @@ type session struct {
 	// revisionAsked: the backend's stateless revision was answered on
 	// this session (Prober.revision; kept in Prober.lastRevision).
 	revisionAsked bool
+	// stateless: cs is of the stateless generation (stateless.go), made
+	// through hc, the backend having refused initialize.
+	stateless bool
+	hc        *http.Client
 
 	wg sync.WaitGroup // the Wait watcher
 }
@@ -123,6 +127,14 @@ func (p *Prober) connect(ctx context.Context) (*session, error) {
 	timer := time.AfterFunc(p.policy.Timeout, func() { close(timedOut); stop() })
 	cs, err := p.client.Connect(sctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	fired := !timer.Stop()
+	if err != nil && !fired && p.target.Transport == TransportStreamable && refusedInitialize(err) {
+		// A backend of the stateless generation only (stateless.go).
+		if serr := p.connectStateless(sctx, s, hc); serr == nil {
+			cs, err = s.cs, nil
+		} else {
+			p.log.Debug().Err(serr).Msg("backend refused initialize and stateless discovery")
+		}
+	}
 	if err == nil && fired {
 		_ = cs.Close()
 		err = context.DeadlineExceeded

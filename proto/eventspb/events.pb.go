@@ -783,8 +783,12 @@ type CatalogChanged struct {
 	// revision the edges speak to it for clients of that generation; empty
 	// for a backend of the session-based revisions only.
 	ProtocolVersion string `protobuf:"bytes,8,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// stateless_only: the backend refused initialize and speaks only the
+	// stateless generation, in protocol_version: the edges speak that
+	// revision to it for clients of every revision.
+	StatelessOnly bool `protobuf:"varint,9,opt,name=stateless_only,json=statelessOnly,proto3" json:"stateless_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CatalogChanged) Reset() {
@@ -871,6 +875,13 @@ func (x *CatalogChanged) GetProtocolVersion() string {
 		return x.ProtocolVersion
 	}
 	return ""
+}
+
+func (x *CatalogChanged) GetStatelessOnly() bool {
+	if x != nil {
+		return x.StatelessOnly
+	}
+	return false
 }
 
 // PolicyChanged carries the fleet's authorization section; it applies to
@@ -1340,7 +1351,7 @@ const file_events_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"9\n" +
 	"\vInvalidTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xdb\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x82\x03\n" +
 	"\x0eCatalogChanged\x12\x14\n" +
 	"\x05tools\x18\x01 \x01(\fR\x05tools\x12\x1c\n" +
 	"\tresources\x18\x02 \x01(\fR\tresources\x12\x18\n" +
@@ -1349,7 +1360,8 @@ const file_events_proto_rawDesc = "" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12E\n" +
 	"\rinvalid_tools\x18\x06 \x03(\v2 .fleetgate.events.v1.InvalidToolR\finvalidTools\x12-\n" +
 	"\x12resource_templates\x18\a \x01(\fR\x11resourceTemplates\x12)\n" +
-	"\x10protocol_version\x18\b \x01(\tR\x0fprotocolVersion\"A\n" +
+	"\x10protocol_version\x18\b \x01(\tR\x0fprotocolVersion\x12%\n" +
+	"\x0estateless_only\x18\t \x01(\bR\rstatelessOnly\"A\n" +
 	"\rPolicyChanged\x12\x18\n" +
 	"\asection\x18\x01 \x01(\fR\asection\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\"D\n" +

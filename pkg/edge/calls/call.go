@@ -49,6 +49,8 @@ type Route struct {
 	// Revision is the stateless revision the backend speaks ("" for
 	// none: view.Served.Revisions).
 	Revision string
+	// StatelessOnly: the backend speaks only Revision (bridge.go).
+	StatelessOnly bool
 }
 
 // Resolve routes call c's exposed tool by the current view: an error
@@ -70,6 +72,7 @@ func (pl *Plane) Resolve(c Call) (Route, error) {
 	}
 	rt.Config = cfg
 	rt.Revision = revisionOf(cur, entry.Backend, cfg)
+	rt.StatelessOnly = rt.Revision != "" && cur.StatelessOnly[entry.Backend]
 	if ok, refusal := pl.Allowed(cur, c.TokenInfo, c.Ident, policy.KindTool, name); !ok {
 		return rt, refusal
 	}
@@ -174,15 +177,21 @@ func (pl *Plane) forward(ctx context.Context, c *Call, rt Route, start time.Time
 	} else if je := pl.openState(c, rt, start); je != nil {
 		return errorReply(je), true, je
 	}
-	reply, err = pl.o.Pool.CallTool(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
-		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless})
-	if err == nil && reply.Stateless {
+	if c.Stateless == nil && rt.StatelessOnly { // a backend of the stateless generation only
+		reply, err = pl.bridge(ctx, *c, rt) // bridge.go
+	} else if reply, err = pl.callBackend(ctx, *c, rt); err == nil && reply.Stateless {
 		err = pl.sealState(*c, rt, &reply, time.Now())
 	}
 	if err != nil && reply.Res == nil {
 		reply = pl.failed(*c, rt, err)
 	}
 	return reply, true, err
+}
+
+// callBackend sends call c to its backend by rt.
+func (pl *Plane) callBackend(ctx context.Context, c Call, rt Route) (backend.Reply, error) {
+	return pl.o.Pool.CallTool(backend.WithCaller(ctx, TokenIdentity(c.TokenInfo)), backend.Call{Backend: rt.Tool.Backend, Config: rt.Config, Tool: rt.Tool.Original,
+		Args: c.Args, Meta: c.Meta, Later: c.Later, Relay: c.Relay, Stateless: c.Stateless})
 }
 
 // failed is the reply of call c whose backend call failed with err (a

@@ -30,9 +30,16 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}
 	it := item{method: "prompts/get", name: name, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
-	if st, je := pl.itemStateless(it, entry.Backend, revisionOf(cur, entry.Backend, cfg), time.Now()); je != nil {
+	rev := revisionOf(cur, entry.Backend, cfg)
+	if st, je := pl.itemStateless(it, entry.Backend, rev, time.Now()); je != nil {
 		return nil, je
-	} else if st != nil {
+	} else if bridged := st == nil && rev != "" && cur.StatelessOnly[entry.Backend]; st != nil || bridged {
+		if bridged { // a backend of the stateless generation only (bridge.go)
+			var err error
+			if st, err = bridgeOf(req.Params.Meta, rev, nil); err != nil {
+				return nil, fmt.Errorf("prompt %q: %w", name, err)
+			}
+		}
 		p := map[string]any{"name": entry.Original}
 		if req.Params.Arguments != nil {
 			p["arguments"] = req.Params.Arguments
@@ -46,6 +53,12 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 		var res mcp.GetPromptResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return nil, fmt.Errorf("prompt %q: decode result: %w", name, err)
+		}
+		if bridged {
+			if res.NeedsInput() {
+				return nil, fmt.Errorf("prompt %q: %w", name, inputAsked(entry.Backend, res.InputRequests))
+			}
+			return &mcp.GetPromptResult{Meta: withoutServerInfo(res.Meta), Description: res.Description, Messages: res.Messages}, nil
 		}
 		if err := pl.sealItem(it, entry.Backend, &res.RequestState, res.Meta, time.Now()); err != nil {
 			return nil, err
@@ -82,9 +95,16 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	it := item{method: "resources/read", name: uri, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
-	if st, je := pl.itemStateless(it, entry.Backend, revisionOf(cur, entry.Backend, cfg), time.Now()); je != nil {
+	rev := revisionOf(cur, entry.Backend, cfg)
+	if st, je := pl.itemStateless(it, entry.Backend, rev, time.Now()); je != nil {
 		return nil, je
-	} else if st != nil {
+	} else if bridged := st == nil && rev != "" && cur.StatelessOnly[entry.Backend]; st != nil || bridged {
+		if bridged { // a backend of the stateless generation only (bridge.go)
+			var err error
+			if st, err = bridgeOf(req.Params.Meta, rev, nil); err != nil {
+				return nil, fmt.Errorf("resource %q: %w", uri, err)
+			}
+		}
 		p := map[string]any{"uri": own}
 		st.AddTo(p)
 		raw, err := pl.o.Pool.Stateless(ctx, backend.Request{Backend: entry.Backend, Config: cfg, Revision: st.Revision,
@@ -95,6 +115,14 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		var res mcp.ReadResourceResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return nil, fmt.Errorf("resource %q: decode result: %w", uri, err)
+		}
+		if bridged {
+			if res.NeedsInput() {
+				return nil, fmt.Errorf("resource %q: %w", uri, inputAsked(entry.Backend, res.InputRequests))
+			}
+			out := &mcp.ReadResourceResult{Meta: withoutServerInfo(res.Meta), Contents: res.Contents}
+			renamed(out, own, uri)
+			return out, nil
 		}
 		if err := pl.sealItem(it, entry.Backend, &res.RequestState, res.Meta, time.Now()); err != nil {
 			return nil, err

@@ -41,6 +41,10 @@ type Served struct {
 	// catalog's ProtocolVersion): the edge speaks it to that backend for
 	// clients of that revision.
 	Revisions map[string]string
+	// StatelessOnly holds the served backends of Revisions that refused
+	// initialize (their catalog's StatelessOnly): the edge speaks their
+	// revision to them for clients of every revision.
+	StatelessOnly map[string]bool
 	// Index is the tool search Index of an optimizer edge (nil in
 	// passthrough mode), built once per view by Edge.indexView.
 	Index *Index
@@ -68,7 +72,7 @@ func (s *Served) Items() *policy.ItemSet {
 // index finds and advertises only allowed tools. Routing (Catalog) is
 // unchanged: a call is checked against the caller's visible set itself.
 func (s *Served) Filter(allowed func(k policy.Kind, name string) bool) *Served {
-	f := &Served{Gen: s.Gen, Catalog: s.Catalog, Backends: s.Backends, Revisions: s.Revisions, Dropped: s.Dropped,
+	f := &Served{Gen: s.Gen, Catalog: s.Catalog, Backends: s.Backends, Revisions: s.Revisions, StatelessOnly: s.StatelessOnly, Dropped: s.Dropped,
 		Tools: map[string]*mcp.Tool{}, Prompts: map[string]*mcp.Prompt{}, Resources: map[string]*mcp.Resource{}}
 	for _, t := range s.ToolList {
 		if allowed(policy.KindTool, t.Name) {
@@ -140,6 +144,20 @@ func revisions(g *events.Group, cfgs map[string]events.BackendConfig) map[string
 	return out
 }
 
+// statelessOnly is Served.StatelessOnly of group g's backends cfgs.
+func statelessOnly(g *events.Group, cfgs map[string]events.BackendConfig) map[string]bool {
+	var out map[string]bool
+	for name := range cfgs {
+		if c := g.Backends[name].Catalog; c != nil && c.StatelessOnly && c.ProtocolVersion != "" {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out
+}
+
 // Build aggregates the group's view at gen and builds its go-sdk
 // values, reusing those of prev for byte-identical definitions. The
 // exposed names are the group's naming in the state (fromstate.View, the
@@ -150,7 +168,7 @@ func Build(gen uint64, g *events.Group, sep string, prev *Served) *Served {
 	v := fromstate.View(g, sep, prev.Catalog)
 	s := &Served{Gen: gen, Catalog: v, Tools: make(map[string]*mcp.Tool, len(v.Tools)),
 		Prompts: make(map[string]*mcp.Prompt, len(v.Prompts)), Resources: make(map[string]*mcp.Resource, len(v.Resources)),
-		Backends: cfgs, Revisions: revisions(g, cfgs)}
+		Backends: cfgs, Revisions: revisions(g, cfgs), StatelessOnly: statelessOnly(g, cfgs)}
 	probe := mcp.NewServer(&mcp.Implementation{Name: "probe"}, nil)
 	for _, te := range v.Tools {
 		if old, ok := prev.Catalog.Tool(te.Exposed); ok && bytes.Equal(old.Def, te.Def) && prev.Tools[te.Exposed] != nil {
