@@ -17,6 +17,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/calls"
 	"github.com/fleetgate/fleetgate/pkg/edge/direct"
 	"github.com/fleetgate/fleetgate/pkg/edge/heldrelay"
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/ledger"
 	"github.com/fleetgate/fleetgate/pkg/edge/planner"
@@ -190,7 +191,10 @@ func (e *Edge) wire() {
 			return cfg, ok
 		}}
 	if opts.HeldRelay != nil {
-		e.relay = heldrelay.New(heldrelay.Options{Conn: opts.HeldRelay, Edge: opts.ID, Log: e.log,
+		if co.InputState == nil { // a key of this process alone: for the relay too
+			co.InputState = inputstate.NewRandom()
+		}
+		e.relay = heldrelay.New(heldrelay.Options{Conn: opts.HeldRelay, Edge: opts.ID, Key: co.InputState.RelayKey(), Log: e.log,
 			Handle: func(ctx context.Context, r *heldrelay.Retry) *heldrelay.Outcome {
 				return e.calls.ContinueForPeer(ctx, r)
 			}})

@@ -26,6 +26,7 @@ type heldGroup struct {
 	a, b  *Edge
 	stopA func()
 	url   string // NATS
+	key   *inputstate.Sealer
 }
 
 func startHeldGroup(t *testing.T) *heldGroup {
@@ -37,7 +38,7 @@ func startHeldGroup(t *testing.T) *heldGroup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &heldGroup{url: url}
+	g := &heldGroup{url: url, key: key}
 	opts := func(id string) *Options {
 		return &Options{ID: id, CallTimeout: 10 * time.Second, InputState: key, IdentityHeader: "X-User",
 			HeldRelay: natstest.Connect(t, url)}
@@ -165,7 +166,7 @@ func TestHeldRetryOnAnotherEdge(t *testing.T) {
 		// the state itself and refuses it.
 		nc := natstest.Connect(t, g.url)
 		for _, who := range []string{"ident\x00mallory", "token\x00https://issuer.test\x00alice"} {
-			out := forwardByHand(t, nc, &heldrelay.Retry{Identity: who, Tool: "ask_elicit", Backend: "ask", State: state,
+			out := forwardByHand(t, nc, g.key, &heldrelay.Retry{Identity: who, Tool: "ask_elicit", Backend: "ask", State: state,
 				Responses: json.RawMessage(`{"` + key + `":{"action":"accept","content":{"name":"mallory"}}}`), WaitMillis: 5000})
 			if out.Code != jsonrpc.CodeInvalidParams || out.Result != nil {
 				t.Fatalf("forwarded as %q: %+v; want invalid params", who, out)
@@ -189,18 +190,11 @@ func TestHeldRetryOnAnotherEdge(t *testing.T) {
 	})
 }
 
-// forwardByHand sends r to edge-a's subject as an edge would.
-func forwardByHand(t *testing.T, nc *nats.Conn, r *heldrelay.Retry) *heldrelay.Outcome {
+// forwardByHand sends r to edge-a's subject as an edge of the group
+// would (sealed with the group's relay key).
+func forwardByHand(t *testing.T, nc *nats.Conn, key *inputstate.Sealer, r *heldrelay.Retry) *heldrelay.Outcome {
 	t.Helper()
-	data, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := nc.Request(heldrelay.Subject("edge-a"), data, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := heldrelay.DecodeOutcome(msg.Data)
+	out, err := heldrelay.New(heldrelay.Options{Conn: nc, Edge: "by-hand", Key: key.RelayKey()}).Continue(context.Background(), "edge-a", r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,8 +142,8 @@ func (a Accounts) Config() (string, error) {
 	}
 	for _, k := range a.Edges {
 		p := edgePermissionsFor(InboxPrefixFor(k), logs)
-		w("      {nkey: %s, permissions: {\n        publish: {allow: [%s]}\n        subscribe: {allow: [%s]}\n      }}\n",
-			k, quoteList(p.Publish.Allow), quoteList(p.Subscribe.Allow))
+		w("      {nkey: %s, permissions: {\n        publish: {allow: [%s]}\n        subscribe: {allow: [%s]}\n        allow_responses: {max: %d, expires: %q}\n      }}\n",
+			k, quoteList(p.Publish.Allow), quoteList(p.Subscribe.Allow), p.Response.MaxMsgs, p.Response.Expires.String())
 	}
 	w("    ]\n    imports: [\n")
 	for _, s := range fleetReadServices(logs) {

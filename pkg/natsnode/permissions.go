@@ -1,6 +1,8 @@
 package natsnode
 
 import (
+	"time"
+
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -96,8 +98,18 @@ func edgePermissionsFor(inboxPrefix string, logs []LogNames) *server.Permissions
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: edgePublish(logs)},
 		Subscribe: &server.SubjectPermission{Allow: edgeSubscribe(inboxPrefix, logs)},
+		Response:  &server.ResponsePermission{MaxMsgs: EdgeResponseMax, Expires: EdgeResponseExpiry},
 	}
 }
+
+// An edge answers the retries of held calls other edges forward to it on
+// their own inboxes, which its publish allow-list does not name: it may
+// answer each request it received once (NATS allow_responses), within
+// EdgeResponseExpiry (heldrelay.MaxWait, the longest a holder takes).
+const (
+	EdgeResponseMax    = 1
+	EdgeResponseExpiry = 10 * time.Minute
+)
 
 // LogNames are the names of one event log: its stream and its snapshot
 // bucket (a region's own log, or a local mirror of another region's), and

@@ -2,6 +2,7 @@ package heldrelay
 
 import (
 	"context"
+	"crypto/cipher"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,9 +27,13 @@ var (
 // most 256 calls, so as many retries can be pending for it.
 const DefaultMaxInflight = 256
 
-// Options configure a Relay. Conn, Edge and Handle are required.
+// Options configure a Relay. Conn, Edge, Key and Handle are required.
 type Options struct {
 	Conn *nats.Conn
+	// Key seals the messages between the edges of the group: the relay
+	// key of the group's input-state key file
+	// (inputstate.Sealer.RelayKey), the same on every edge (envelope.go).
+	Key cipher.AEAD
 	// Edge is this edge's id: it takes retries on Subject(Edge).
 	Edge string
 	// Handle answers a retry forwarded to this edge within ctx (its
@@ -57,31 +62,55 @@ func New(o Options) *Relay {
 
 // Continue forwards r to edge, the call's holder, and returns its answer:
 // ErrHolderGone when no edge takes the holder's subject, ErrHolderTimeout
-// when it did not answer by ctx's deadline or r's wait.
+// when it did not answer by ctx's deadline or r's wait. An answer that is
+// not the holder's (not sealed with the group's key for this retry) is
+// ignored: the holder's may still come.
 func (rl *Relay) Continue(ctx context.Context, edge string, r *Retry) (*Outcome, error) {
-	data, err := json.Marshal(r)
+	plain, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("heldrelay: encode retry for edge %q: %w", edge, err)
 	}
-	if len(data) > MaxRetry || rl.overPayload(len(data)) {
-		return nil, fmt.Errorf("%w: retry of %d bytes for edge %q", ErrTooLarge, len(data), edge)
+	if len(plain) > MaxRetry || rl.overPayload(len(plain)+envelopeOverhead) {
+		return nil, fmt.Errorf("%w: retry of %d bytes for edge %q", ErrTooLarge, len(plain), edge)
 	}
+	data, nonce := seal(rl.o.Key, retryAAD(Subject(edge)), plain)
 	ctx, cancel := context.WithTimeout(ctx, r.Wait())
 	defer cancel()
-	msg, err := rl.o.Conn.RequestWithContext(ctx, Subject(edge), data)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("%w: edge %q", ErrHolderGone, edge)
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return nil, fmt.Errorf("%w: edge %q", ErrHolderTimeout, edge)
-	case err != nil:
+	inbox := rl.o.Conn.NewInbox()
+	sub, err := rl.o.Conn.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("heldrelay: forward retry to edge %q: subscribe the answer: %w", edge, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := rl.o.Conn.PublishRequest(Subject(edge), inbox, data); err != nil {
 		return nil, fmt.Errorf("heldrelay: forward retry to edge %q: %w", edge, err)
 	}
-	out, err := DecodeOutcome(msg.Data)
-	if err != nil {
-		return nil, fmt.Errorf("answer of edge %q: %w", edge, err)
+	var ignored error // the last answer not taken, for the timeout's error
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+			if ignored != nil {
+				return nil, fmt.Errorf("%w: edge %q (an answer ignored: %w)", ErrHolderTimeout, edge, ignored)
+			}
+			return nil, fmt.Errorf("%w: edge %q", ErrHolderTimeout, edge)
+		case errors.Is(err, nats.ErrNoResponders):
+			return nil, fmt.Errorf("%w: edge %q", ErrHolderGone, edge)
+		case err != nil:
+			return nil, fmt.Errorf("heldrelay: forward retry to edge %q: %w", edge, err)
+		}
+		plain, _, err := open(rl.o.Key, outcomeAAD(nonce), msg.Data)
+		if err != nil {
+			ignored = err
+			rl.o.Log.Debug().Err(err).Str("holder", edge).Msg("forwarded retry: an answer not the holder's ignored")
+			continue
+		}
+		out, err := DecodeOutcome(plain)
+		if err != nil {
+			return nil, fmt.Errorf("answer of edge %q: %w", edge, err)
+		}
+		return out, nil
 	}
-	return out, nil
 }
 
 // Run takes the retries forwarded to this edge until ctx ends, then
@@ -95,15 +124,20 @@ func (rl *Relay) Run(ctx context.Context) error {
 		if m.Reply == "" {
 			return // nobody to answer
 		}
+		plain, nonce, err := rl.unseal(m.Data)
+		if err != nil { // not an edge of the group's: not answered
+			rl.o.Log.Debug().Err(err).Msg("forwarded retry refused")
+			return
+		}
 		select {
 		case rl.sem <- struct{}{}:
 		default:
-			rl.respond(m, &Outcome{Code: codeInternal, Message: fmt.Sprintf("edge %q is handling %d forwarded retries: try again", rl.o.Edge, cap(rl.sem))})
+			rl.respond(m, nonce, &Outcome{Code: codeInternal, Message: fmt.Sprintf("edge %q is handling %d forwarded retries: try again", rl.o.Edge, cap(rl.sem))})
 			return
 		}
 		wg.Go(func() {
 			defer func() { <-rl.sem }()
-			rl.respond(m, rl.handle(hctx, m.Data))
+			rl.respond(m, nonce, rl.handle(hctx, plain))
 		})
 	})
 	if err != nil {
@@ -135,6 +169,15 @@ const (
 	codeInvalidParams = -32602
 )
 
+// unseal opens a retry forwarded to this edge: sealed with the group's
+// key for this edge's subject.
+func (rl *Relay) unseal(data []byte) (plain, nonce []byte, err error) {
+	if len(data) > MaxRetry+envelopeOverhead {
+		return nil, nil, fmt.Errorf("%w: retry of %d bytes (max %d)", ErrMalformed, len(data), MaxRetry)
+	}
+	return open(rl.o.Key, retryAAD(Subject(rl.o.Edge)), data)
+}
+
 // handle decodes and answers one forwarded retry.
 func (rl *Relay) handle(ctx context.Context, data []byte) *Outcome {
 	r, err := DecodeRetry(data)
@@ -147,18 +190,19 @@ func (rl *Relay) handle(ctx context.Context, data []byte) *Outcome {
 	return rl.o.Handle(ctx, r)
 }
 
-// respond answers m with out; an answer over the limits is replaced by an
+// respond answers m, the retry sealed with nonce, with out; an answer over the limits is replaced by an
 // error saying so (the call's result is lost: the holder recorded it).
-func (rl *Relay) respond(m *nats.Msg, out *Outcome) {
+func (rl *Relay) respond(m *nats.Msg, nonce []byte, out *Outcome) {
 	data, err := json.Marshal(out)
-	if err == nil && (len(data) > MaxOutcome || rl.overPayload(len(data))) {
+	if err == nil && (len(data) > MaxOutcome || rl.overPayload(len(data)+envelopeOverhead)) {
 		err = fmt.Errorf("%w: answer of %d bytes, over what edges relay to each other (%d bytes, NATS max_payload %d)",
 			ErrTooLarge, len(data), MaxOutcome, rl.o.Conn.MaxPayload())
 	}
 	if err != nil {
 		data, _ = json.Marshal(&Outcome{Code: codeInternal, Message: fmt.Sprintf("edge %q: %v", rl.o.Edge, err)})
 	}
-	if err := m.Respond(data); err != nil {
+	sealed, _ := seal(rl.o.Key, outcomeAAD(nonce), data)
+	if err := m.Respond(sealed); err != nil {
 		rl.o.Log.Warn().Err(err).Msg("forwarded retry: answer not sent")
 	}
 }

@@ -2,6 +2,7 @@ package heldrelay
 
 import (
 	"context"
+	"crypto/cipher"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -11,13 +12,23 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 )
+
+// testKey is the relay key of the test group's key file.
+var testKey = func() cipher.AEAD {
+	s, err := inputstate.New([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		panic(err)
+	}
+	return s.RelayKey()
+}()
 
 // runRelay runs a relay of edge on conn with handle until the test ends.
 func runRelay(t *testing.T, nc *nats.Conn, edge string, handle func(context.Context, *Retry) *Outcome) *Relay {
 	t.Helper()
-	rl := New(Options{Conn: nc, Edge: edge, Handle: handle})
+	rl := New(Options{Conn: nc, Edge: edge, Key: testKey, Handle: handle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rl.Run(ctx) }()
@@ -38,21 +49,23 @@ func TestRelay(t *testing.T) {
 	url := natstest.Start(t).ClientURL()
 	holder := natstest.Connect(t, url)
 	var got atomic.Pointer[Retry]
+	late := make(chan struct{})
 	runRelay(t, holder, "edge-a", func(ctx context.Context, r *Retry) *Outcome {
 		got.Store(r)
 		switch r.Tool {
-		case "slow":
-			<-ctx.Done()
+		case "slow": // answers after the forwarder gave up (at the test's end)
+			<-late
 			return &Outcome{Code: codeInternal, Message: "late"}
 		case "huge":
 			return &Outcome{Result: json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", int(holder.MaxPayload())) + `"}]}`), Final: true}
 		}
 		return &Outcome{Result: json.RawMessage(`{"content":[]}`), Final: true}
 	})
+	t.Cleanup(func() { close(late) }) // before the relay's Run ends
 	if err := holder.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	fwd := New(Options{Conn: natstest.Connect(t, url), Edge: "edge-b"})
+	fwd := New(Options{Conn: natstest.Connect(t, url), Edge: "edge-b", Key: testKey})
 	ctx := context.Background()
 	retry := func(tool string, wait time.Duration) *Retry {
 		return &Retry{Identity: "ident\x00alice", Tool: tool, Backend: "b", State: "fg1.s", Responses: json.RawMessage(`{"input-1":{}}`),
@@ -73,11 +86,16 @@ func TestRelay(t *testing.T) {
 		t.Fatalf("an answer over the max payload: %+v, %v; want an error saying so", out, err)
 	}
 	raw, _ := json.Marshal(map[string]string{"identity": "x"})
-	msg, err := natstest.Connect(t, url).Request(Subject("edge-a"), raw, 5*time.Second)
+	sealed, nonce := seal(testKey, retryAAD(Subject("edge-a")), raw)
+	msg, err := natstest.Connect(t, url).Request(Subject("edge-a"), sealed, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, err := DecodeOutcome(msg.Data); err != nil || o.Code != codeInvalidParams {
+	plain, _, err := open(testKey, outcomeAAD(nonce), msg.Data)
+	if err != nil {
+		t.Fatalf("the answer to a malformed retry: %v", err)
+	}
+	if o, err := DecodeOutcome(plain); err != nil || o.Code != codeInvalidParams {
 		t.Fatalf("a malformed retry: %+v, %v; want invalid params", o, err)
 	}
 }

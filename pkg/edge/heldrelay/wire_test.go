@@ -109,3 +109,22 @@ func FuzzDecodeOutcome(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnseal: whatever arrives on an edge's subject, opening it ends in
+// the content a group's edge sealed for this edge or a refusal.
+func FuzzUnseal(f *testing.F) {
+	sealed, _ := seal(testKey, retryAAD(Subject("e")), []byte(`{"tool":"t"}`))
+	f.Add(sealed)
+	f.Add([]byte(envelopePrefix))
+	f.Add([]byte(`{"identity":"ident\u0000alice"}`))
+	rl := New(Options{Edge: "e", Key: testKey})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		plain, _, err := rl.unseal(b)
+		switch {
+		case err != nil && !errors.Is(err, ErrUnsealed) && !errors.Is(err, ErrMalformed):
+			t.Fatalf("refusal %v wraps neither ErrUnsealed nor ErrMalformed", err)
+		case err == nil && string(plain) != `{"tool":"t"}`:
+			t.Fatalf("opened %q, which no edge sealed", plain)
+		}
+	})
+}

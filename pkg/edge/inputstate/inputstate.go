@@ -38,6 +38,8 @@ const (
 	tagSize   = 16
 	// keyLabel separates the sealing key from any other use of the file.
 	keyLabel = "fleetgate input requestState v1\x00"
+	// relayLabel separates the key of the held-call relay (RelayKey).
+	relayLabel = "fleetgate held-call relay v1\x00"
 )
 
 // Binding is what a state is issued for: Open refuses it for anything
@@ -68,7 +70,8 @@ func (b Binding) aad() []byte {
 // bound to the caller and the request. A Sealer is safe for concurrent
 // use.
 type Sealer struct {
-	aead cipher.AEAD
+	aead  cipher.AEAD
+	relay cipher.AEAD
 }
 
 // New returns a Sealer whose key is derived from secret (the content of
@@ -77,7 +80,20 @@ func New(secret []byte) (*Sealer, error) {
 	if len(secret) < 32 {
 		return nil, fmt.Errorf("input state key: %d bytes, want at least 32", len(secret))
 	}
-	key := sha256.Sum256(append([]byte(keyLabel), secret...))
+	aead, err := derive(keyLabel, secret)
+	if err != nil {
+		return nil, err
+	}
+	relay, err := derive(relayLabel, secret)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead, relay: relay}, nil
+}
+
+// derive is the AES-256-GCM of the key label derives from secret.
+func derive(label string, secret []byte) (cipher.AEAD, error) {
+	key := sha256.Sum256(append([]byte(label), secret...))
 	block, err := aes.NewCipher(key[:])
 	if err != nil {
 		return nil, fmt.Errorf("input state key: %w", err)
@@ -86,8 +102,14 @@ func New(secret []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input state key: %w", err)
 	}
-	return &Sealer{aead: aead}, nil
+	return aead, nil
 }
+
+// RelayKey is the AEAD under which the edges of the group seal the
+// messages of the held-call relay to each other (package heldrelay): a
+// key of its own derived from the same secret, so that only a holder of
+// the group's key file can forward a retry, or answer one.
+func (s *Sealer) RelayKey() cipher.AEAD { return s.relay }
 
 // NewRandom returns a Sealer with a key of its own: states it seals open
 // only on the same process (an edge given no key file).
