@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/signins"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -140,7 +142,11 @@ func (e *Edge) adminHandler() http.Handler {
 	mux.HandleFunc("GET /v1/view", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, e.View())
 	})
-	mux.HandleFunc("DELETE /v1/signins", e.serveRevoke) // signin.go
+	revoke := signins.Absent(true)
+	if e.signInWeb != nil {
+		revoke = e.signInWeb.ServeRevoke
+	}
+	mux.HandleFunc("DELETE /v1/signins", revoke) // package signins
 	mux.Handle("GET /metrics", promhttp.HandlerFor(e.m.reg, promhttp.HandlerOpts{}))
 	return mux
 }

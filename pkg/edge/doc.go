@@ -43,15 +43,16 @@
 //     session's plain tools/call, a 2026-07-28 tools/call, a listen
 //     stream, the task methods), parsed by the strict parsers of package
 //     fastpath, each checked against the go-sdk by differential tests;
-//   - sessionserver: the go-sdk server of each session and the edge's
-//     middleware on it (lists from the served view, the Mcp-Param-* check,
-//     what the go-sdk's types cannot carry for a revision);
+//   - sessionserver: the go-sdk server of each session, the edge's
+//     middleware on it (lists, Mcp-Param-* check, per-revision fields);
 //   - calls: the call plane, where a tools/call, prompts/get,
 //     resources/read, completion, task method, resource subscription or
 //     optimizer meta-tool goes, under the tool policy, with the call trail
 //     and relays; it takes no http.Request;
 //   - backend: pooled backend sessions and the raw call path (internal/h1:
-//     the plain HTTP/1.1 pieces of both sides).
+//     the plain HTTP/1.1 pieces of both sides); heldrelay: a held call's
+//     retry forwarded to its edge; callslot: a request's concurrency slots
+//     held by the calls the go-sdk serves; signins: per-user sign-in.
 //
 // The sessions and what is kept of them:
 //
@@ -60,10 +61,9 @@
 //     each batch gives and tells the sessions, and when;
 //   - view: the served value of one generation (lists, definitions per
 //     revision, the optimizer's index);
-//   - ledger: each session's convergence evidence as it is served, and
-//     the record writes that causes; evidence: that record, pure;
-//   - records: the records in NATS KV; rebuild: a session another edge
-//     held, rebuilt here from its record;
+//   - ledger: each session's convergence evidence as served and the record
+//     writes it causes; evidence: that record, pure; records: the records
+//     in NATS KV; rebuild: a session another edge held, rebuilt from it;
 //   - spans: the edge's OpenTelemetry spans (Options.TracerProvider).
 //
 // A request to /mcp: admitHTTP (admit.go) authenticates it, reads its

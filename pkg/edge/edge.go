@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/signins"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
@@ -101,7 +103,8 @@ type Edge struct {
 
 	// signIns are the sign-ins of user_oauth backends (nil without
 	// Options.SignIns; signin.go).
-	signIns *signin.Manager
+	signIns   *signin.Manager
+	signInWeb *signins.Web // its callback and revocation
 }
 
 // New returns an edge reading log. It binds its listeners at once (so that
@@ -137,7 +140,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 	e.spans = spans.New(opts.TracerProvider, opts.ID)
 	e.pool = backend.NewPool(opts.BackendHTTPClient, opts.CallTimeout, opts.MaxBackendResponse, e.m)
 	e.pool.SetCallerOptions(backend.CallerOptions{MaxSessions: opts.CallerSessions, Idle: opts.CallerIdle})
-	e.m.tokenStats(opts.Registry, e.pool.TokenStats)
+	opts.Registry.MustRegister(e.pool.TokenCollectors()...)
 	e.pool.SetStdio(opts.Stdio) // nil: every stdio backend refused here
 	e.pool.SetCredentialLimits(opts.CredentialLimits)
 	e.pool.OnCredentialError(func(err error) { // once per outage: the reference, never a value
@@ -168,7 +171,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		e.adminLn.Close()
 		return nil, err
 	}
-	e.signIns = e.openSignIns()
+	e.signIns, e.signInWeb = openSignIns(e)
 	e.wire()
 	return e, nil
 }
@@ -181,11 +184,16 @@ func (e *Edge) wire() {
 		NoListEvidence: opts.paths.noListEvidence, Records: e.recs, Sessions: e.reg,
 		Identity: func(x *mcp.RequestExtra) string { return e.calls.IdentityOf(x) },
 		Owners:   opts.OwnerKey, Log: e.log, Registry: opts.Registry})
-	co := calls.Options{Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
+	var signIns calls.SignIns // the call plane's view of the sign-ins (none: nil)
+	if e.signIns != nil {
+		e.pool.SetSignIns(e.signIns)
+		signIns = e.signIns
+	}
+	co := calls.Options{SignIns: signIns, Group: opts.Group, Edge: opts.ID, Optimizer: opts.Mode == ModeOptimizer, IdentityHeader: opts.IdentityHeader, InputState: opts.InputState, Pool: e.pool, Owners: opts.OwnerKey,
 		View: e.current, Generation: e.ledger.Generation, Trail: opts.CallTrail, Log: e.log, Tracer: e.spans.Calls(), Registry: opts.Registry,
 		TasksChanged: e.ledger.TasksChanged, Background: e.hj, SubscriptionsChanged: e.ledger.SubscriptionsChanged,
 		HeldWait: opts.HeldWait, PeerWait: opts.CallTimeout,
-		Separator: opts.Separator, SignIns: e.planeSignIns(),
+		Separator: opts.Separator,
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]
 			return cfg, ok

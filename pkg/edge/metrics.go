@@ -89,28 +89,6 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	return m
 }
 
-// tokenStats registers the per-caller credential figures stats gives
-// (package backend's Pool.TokenStats): token exchanges made, calls
-// answered from the token cache, tokens cached, per-caller sessions open.
-func (m *metrics) tokenStats(reg *prometheus.Registry, stats func() (exchanges, hits, cached, sessions int)) {
-	pick := func(i int) func() float64 {
-		return func() float64 {
-			a, b, c, d := stats()
-			return float64([4]int{a, b, c, d}[i])
-		}
-	}
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetgate_edge_token_exchanges_total",
-			Help: "Token exchanges (RFC 8693) asked of token endpoints for callers of token_exchange backends, refused ones included."}, pick(0)),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetgate_edge_token_cache_hits_total",
-			Help: "Calls of token_exchange backends answered with a cached exchanged token."}, pick(1)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetgate_edge_tokens_cached",
-			Help: "Exchanged tokens cached (in memory only), by caller and backend."}, pick(2)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetgate_edge_caller_sessions",
-			Help: "Backend sessions open per caller (token_exchange and user_oauth backends), all backends together."}, pick(3)),
-	)
-}
-
 // BackendCall implements backend.Observer.
 func (m *metrics) BackendCall(backend, method string, d time.Duration, err error) {
 	m.callSeconds.WithLabelValues(backend, method).Observe(d.Seconds())

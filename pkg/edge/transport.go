@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"net/http"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/signins"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
 	"github.com/fleetgate/fleetgate/pkg/signin"
 
@@ -40,7 +42,11 @@ func (e *Edge) mcpHandler() http.Handler {
 	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
 		mux.Handle("GET "+e.bearer.MetadataPath(), e.bearer.Metadata())
 	}
-	mux.HandleFunc("GET "+signin.CallbackPath, e.serveCallback) // per-user sign-in (signin.go)
+	callback := signins.Absent(false)
+	if e.signInWeb != nil {
+		callback = e.signInWeb.ServeCallback
+	}
+	mux.HandleFunc("GET "+signin.CallbackPath, callback) // per-user sign-in (package signins)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range reservedHeaders { // a client may not send the edge's own markers
 			if _, sent := r.Header[h]; sent {

@@ -1,0 +1,213 @@
+// Package signins is the edge's side of per-user sign-in to user_oauth
+// backends (package signin keeps the sign-ins): the callback a user's
+// browser comes back to, the admin call that revokes a sign-in
+// fleet-wide, and the sessions told when a sign-in changes.
+//
+// The edge is the OAuth client. A user's browser comes back to the
+// callback, signin.CallbackPath on the MCP listener (any edge of the
+// fleet: the state is sealed under the key every edge shares), which
+// redeems the code and stores the sealed refresh token in the bucket
+// every edge watches. Each sign-in and sign-out of any edge tells the
+// user's sessions here to list again (list_changed); DELETE /v1/signins
+// on the admin API revokes a user's sign-in fleet-wide.
+package signins
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/credential"
+	"github.com/fleetgate/fleetgate/pkg/edge/session"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
+	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/signin"
+)
+
+// EdgeOptions make an edge keep per-user sign-ins (edge.Options.SignIns).
+type EdgeOptions struct {
+	// JetStream holds the sign-in bucket (signin.DefaultBucket).
+	JetStream jetstream.JetStream
+	// Key seals the states and refresh tokens; every edge of the fleet
+	// must have the same (--signin-key-file). nil: a key of this process
+	// (a sign-in does not survive a move to another edge).
+	Key *signin.Key
+	// PublicURL is the edge's base URL as users' browsers reach it
+	// (--public-url); the redirect URI is PublicURL + signin.CallbackPath.
+	// Default http://<the MCP listener's address>.
+	PublicURL string
+	// HTTPClient makes discovery and token requests; nil: one whose dials
+	// refuse link-local and metadata addresses.
+	HTTPClient *http.Client
+	// Replicas of the bucket when the edge creates it (default 1).
+	Replicas int
+}
+
+// Open opens the sign-ins eo configures for an edge whose MCP listener
+// is mcpAddr (the default public URL), and their Web, wired by o (whose
+// Manager Open sets); Run of the Manager attaches their bucket.
+func Open(eo *EdgeOptions, mcpAddr string, o Options) (*signin.Manager, *Web) {
+	base := eo.PublicURL
+	if base == "" {
+		base = "http://" + mcpAddr
+	}
+	web := &Web{}
+	o.Manager = signin.Open(signin.Options{Key: eo.Key, JetStream: eo.JetStream, Replicas: eo.Replicas, HTTPClient: eo.HTTPClient,
+		RedirectURL: signin.CallbackURL(base), OnChange: web.Changed})
+	web.o = o
+	return o.Manager, web
+}
+
+// Options wire a Web to its edge; all are required.
+type Options struct {
+	Manager  *signin.Manager
+	Sessions *session.Registry
+	// Backend is the configuration of a backend served now.
+	Backend func(name string) (events.BackendConfig, bool)
+	// Owner is the hash of an identity the logs name (never the identity).
+	Owner func(identity string) string
+	Log   zerolog.Logger
+	// Outcomes counts callbacks and revocations by outcome; Changes the
+	// sign-ins and sign-outs heard; Dropped the notifications a full
+	// session queue dropped.
+	Outcomes *prometheus.CounterVec
+	Changes  prometheus.Counter
+	Dropped  prometheus.Counter
+}
+
+// Web serves the sign-in callback and revocation of one edge.
+type Web struct{ o Options }
+
+// New returns the Web of o.
+func New(o Options) *Web { return &Web{o: o} }
+
+// Changed tells the sessions of identity here that their lists changed
+// (a sign-in to or out of backend, on any edge): the Manager's OnChange.
+func (wb *Web) Changed(identity, backend string) {
+	wb.o.Changes.Inc()
+	all := view.Change{Tools: true, Prompts: true, Resources: true}
+	for _, s := range wb.o.Sessions.All() {
+		if s.Identity() == identity && s.Kind() != session.KindStateless {
+			if s.Notify(all, time.Now()) {
+				wb.o.Dropped.Inc()
+			}
+		}
+	}
+}
+
+// maxCallbackQuery bounds the callback's query string.
+const maxCallbackQuery = 16 << 10
+
+// ServeCallback is the sign-in callback: the authorization server
+// redirected the user's browser here with a code and the state. The page
+// tells the user the outcome, never a token, code or state.
+func (wb *Web) ServeCallback(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	page := func(code int, msg string) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "<!doctype html><title>fleetgate sign-in</title><p>%s</p>\n", html.EscapeString(msg))
+	}
+	if len(r.URL.RawQuery) > maxCallbackQuery {
+		page(http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
+		return
+	}
+	q := r.URL.Query()
+	if oauthErr := q.Get("error"); oauthErr != "" {
+		wb.o.Outcomes.WithLabelValues("refused").Inc()
+		page(http.StatusBadRequest, "Sign-in was not completed: the authorization server answered "+clipWord(oauthErr)+".")
+		return
+	}
+	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.clientSecretOf)
+	if err != nil {
+		wb.o.Outcomes.WithLabelValues("failed").Inc()
+		wb.o.Log.Warn().Err(err).Msg("sign-in callback failed")
+		page(http.StatusBadRequest, "Sign-in failed (it may have expired or been used already): ask the tool to sign in again.")
+		return
+	}
+	wb.o.Outcomes.WithLabelValues("completed").Inc()
+	if p.Elicitation != "" {
+		wb.elicitationComplete(p.Identity, p.Elicitation)
+	}
+	wb.o.Log.Info().Str("backend", p.Backend).Str("owner", wb.o.Owner(p.Identity)).Msg("sign-in completed")
+	page(http.StatusOK, "Signed in to "+p.Backend+". You can close this page and go back to your client.")
+}
+
+// elicitationComplete tells the sessions of identity here that the
+// URL-mode elicitation id (the sign-in it asked for) completed.
+func (wb *Web) elicitationComplete(identity, id string) {
+	for _, s := range wb.o.Sessions.All() {
+		if s.Identity() != identity || s.Kind() != session.KindSession {
+			continue
+		}
+		s.OweElicitationComplete(id) // on the stream the edge writes itself
+	}
+}
+
+// clientSecretOf is the client secret reference configured for backend
+// with client id clientID (zero: none, a public client).
+func (wb *Web) clientSecretOf(backend, clientID string) credential.Ref {
+	cfg, ok := wb.o.Backend(backend)
+	if !ok || !cfg.Auth.SignIn() || cfg.Auth.ClientID != clientID {
+		return credential.Ref{}
+	}
+	return cfg.Auth.ClientSecret
+}
+
+// ServeRevoke is DELETE /v1/signins?iss=I&sub=S&backend=B: the user's
+// sign-in to backend ends on every edge.
+func (wb *Web) ServeRevoke(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	iss, sub, b := q.Get("iss"), q.Get("sub"), q.Get("backend")
+	if iss == "" || sub == "" || b == "" || len(iss)+len(sub)+len(b) > 4096 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "want iss, sub and backend (at most 4096 bytes together)"})
+		return
+	}
+	if err := wb.o.Manager.SignOut(r.Context(), iss+" "+sub, b); err != nil {
+		wb.o.Log.Warn().Err(err).Str("backend", b).Msg("revoke sign-in failed")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "revoke failed: the sign-in bucket is unreachable"})
+		return
+	}
+	wb.o.Outcomes.WithLabelValues("revoked").Inc()
+	writeJSON(w, http.StatusOK, map[string]string{"revoked": b})
+}
+
+// Absent answers the callback and revocation of an edge that keeps no
+// sign-ins.
+func Absent(admin bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if admin {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "this edge keeps no sign-ins"})
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<!doctype html><title>fleetgate sign-in</title><p>This edge keeps no sign-ins.</p>\n")
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// clipWord is an OAuth error code for a page: at most 64 visible ASCII
+// characters, else "an error".
+func clipWord(s string) string {
+	if len(s) > 64 || strings.IndexFunc(s, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
+		return "an error"
+	}
+	return `"` + s + `"`
+}
