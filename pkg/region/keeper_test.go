@@ -11,7 +11,7 @@ import (
 
 // TestKeeperOnlyWhileLeading: a Keeper whose controller does not lead
 // its region looks at no mirror (and so re-creates none); once it leads,
-// it looks (here at a mirror that does not exist: an error reported).
+// it looks (here over a closed connection: an error reported).
 func TestKeeperOnlyWhileLeading(t *testing.T) {
 	n, err := natsnode.Start(&natsnode.Options{Name: "a", DataDir: t.TempDir(), Listen: "127.0.0.1:0", Auth: true,
 		Domain: Domain("a"), EdgeLogs: EdgeLogs([]string{"a", "b"})})
@@ -19,7 +19,8 @@ func TestKeeperOnlyWhileLeading(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Shutdown)
-	_, js := connect(t, n.ClientURL(), n.ControllerAccess())
+	nc, js := connect(t, n.ClientURL(), n.ControllerAccess())
+	nc.Close() // every look fails at once, with an error reported: what shows a look happened
 	var leading atomic.Bool
 	looked := make(chan error, 64)
 	k, err := NewKeeper(js, "a", []string{"a", "b"}, &KeeperOptions{
