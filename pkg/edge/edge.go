@@ -203,7 +203,7 @@ func (e *Edge) wire() {
 			co.InputState = inputstate.NewRandom()
 		}
 		e.relay = heldrelay.New(heldrelay.Options{Conn: opts.HeldRelay, Edge: opts.ID, Key: co.InputState.RelayKey(), Log: e.log,
-			Handle: func(ctx context.Context, r *heldrelay.Retry) *heldrelay.Outcome {
+			Answer: func(ctx context.Context, r *heldrelay.Retry) *heldrelay.Outcome {
 				return e.calls.ContinueForPeer(ctx, r)
 			}})
 		co.Peers = e.relay

@@ -7,7 +7,6 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/signins"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
-	"github.com/fleetgate/fleetgate/pkg/signin"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
 	"github.com/fleetgate/fleetgate/pkg/edge/rebuild"
@@ -46,7 +45,7 @@ func (e *Edge) mcpHandler() http.Handler {
 	if e.signInWeb != nil {
 		callback = e.signInWeb.ServeCallback
 	}
-	mux.HandleFunc("GET "+signin.CallbackPath, callback) // per-user sign-in (package signins)
+	mux.HandleFunc("GET /oauth/callback", callback) // signin.CallbackPath: per-user sign-in (package signins)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range reservedHeaders { // a client may not send the edge's own markers
 			if _, sent := r.Header[h]; sent {

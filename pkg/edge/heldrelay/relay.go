@@ -36,9 +36,9 @@ type Options struct {
 	Key cipher.AEAD
 	// Edge is this edge's id: it takes retries on Subject(Edge).
 	Edge string
-	// Handle answers a retry forwarded to this edge within ctx (its
+	// Answer answers a retry forwarded to this edge within ctx (its
 	// deadline is the retry's wait).
-	Handle func(ctx context.Context, r *Retry) *Outcome
+	Answer func(ctx context.Context, r *Retry) *Outcome
 	// MaxInflight bounds the retries handled at once; one more is refused
 	// at once. Default DefaultMaxInflight.
 	MaxInflight int
@@ -187,7 +187,7 @@ func (rl *Relay) handle(ctx context.Context, data []byte) *Outcome {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Wait())
 	defer cancel()
-	return rl.o.Handle(ctx, r)
+	return rl.o.Answer(ctx, r)
 }
 
 // respond answers m, the retry sealed with nonce, with out; an answer over the limits is replaced by an

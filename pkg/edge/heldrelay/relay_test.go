@@ -28,7 +28,7 @@ var testKey = func() cipher.AEAD {
 // runRelay runs a relay of edge on conn with handle until the test ends.
 func runRelay(t *testing.T, nc *nats.Conn, edge string, handle func(context.Context, *Retry) *Outcome) *Relay {
 	t.Helper()
-	rl := New(Options{Conn: nc, Edge: edge, Key: testKey, Handle: handle})
+	rl := New(Options{Conn: nc, Edge: edge, Key: testKey, Answer: handle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rl.Run(ctx) }()

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 func TestClipWord(t *testing.T) {
@@ -49,5 +51,13 @@ func TestCallbackRefusals(t *testing.T) {
 	wb.ServeCallback(rec, httptest.NewRequest(http.MethodGet, "/oauth/callback?error=%3Cscript%3E&state=s", nil))
 	if body := rec.Body.String(); rec.Code != http.StatusBadRequest || !strings.Contains(body, "&#34;&lt;script&gt;&#34;") || strings.Contains(body, "<script>") {
 		t.Fatalf("refused by the authorization server: %d %s", rec.Code, body)
+	}
+}
+
+// The edge's MCP listener serves the callback at a literal path (so the
+// route list of the docs can be checked): it must be signin's.
+func TestCallbackPath(t *testing.T) {
+	if signin.CallbackPath != "/oauth/callback" {
+		t.Fatalf("signin.CallbackPath %q: the edge serves /oauth/callback (pkg/edge/transport.go)", signin.CallbackPath)
 	}
 }
