@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -53,6 +54,21 @@ type Follower struct {
 	mirrors  map[string]MirrorState
 	watchers map[chan struct{}]struct{}
 	started  chan struct{}
+
+	// The last merge (View): its regional states and what it gave, so
+	// that the same states give the same *events.State (a driver tells a
+	// new state from the last by identity).
+	viewMu   sync.Mutex
+	lastIn   map[string]*events.State
+	lastView merged
+	empty    *events.State // of a region whose log is not attached yet
+}
+
+// merged is what Merge gave.
+type merged struct {
+	state     *events.State
+	vector    Vector
+	conflicts []Conflict
 }
 
 // NewFollower returns a follower of regions (the local one included) in
@@ -67,7 +83,7 @@ func NewFollower(js jetstream.JetStream, regions []string, o *FollowerOptions) (
 		}
 	}
 	f := &Follower{js: js, regions: slices.Sorted(slices.Values(regions)), readers: map[string]*events.Reader{},
-		mirrors: map[string]MirrorState{}, watchers: map[chan struct{}]struct{}{}, started: make(chan struct{})}
+		mirrors: map[string]MirrorState{}, watchers: map[chan struct{}]struct{}{}, started: make(chan struct{}), empty: events.NewState()}
 	if o != nil {
 		f.opts = *o
 	}
@@ -236,7 +252,7 @@ func (f *Follower) States() map[string]*events.State {
 		if rd := f.readers[r]; rd != nil {
 			out[r] = rd.State()
 		} else {
-			out[r] = events.NewState()
+			out[r] = f.empty
 		}
 	}
 	return out
@@ -244,4 +260,16 @@ func (f *Follower) States() map[string]*events.State {
 
 // View returns the merged view, the vector it reflects and the conflicts
 // the merge resolved.
-func (f *Follower) View() (*events.State, Vector, []Conflict) { return Merge(f.States()) }
+//
+// While no regional state changes, View gives the same state (the same
+// pointer) and copies of the same vector and conflicts.
+func (f *Follower) View() (*events.State, Vector, []Conflict) {
+	in := f.States()
+	f.viewMu.Lock()
+	defer f.viewMu.Unlock()
+	if f.lastView.state == nil || !maps.Equal(in, f.lastIn) {
+		st, v, c := Merge(in)
+		f.lastIn, f.lastView = in, merged{st, v, c}
+	}
+	return f.lastView.state, maps.Clone(f.lastView.vector), slices.Clone(f.lastView.conflicts)
+}
