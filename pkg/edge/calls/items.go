@@ -31,15 +31,9 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	it := item{method: "prompts/get", name: name, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
 	rev := revisionOf(cur, entry.Backend, cfg)
-	if st, je := pl.itemStateless(it, entry.Backend, rev, time.Now()); je != nil {
-		return nil, je
-	} else if bridged := st == nil && rev != "" && cur.StatelessOnly[entry.Backend]; st != nil || bridged {
-		if bridged { // a backend of the stateless generation only (bridge.go)
-			var err error
-			if st, err = bridgeOf(req.Params.Meta, rev, nil); err != nil {
-				return nil, fmt.Errorf("prompt %q: %w", name, err)
-			}
-		}
+	if st, bridged, err := pl.statelessOf(cur, it, entry.Backend, rev); err != nil {
+		return nil, err
+	} else if st != nil {
 		p := map[string]any{"name": entry.Original}
 		if req.Params.Arguments != nil {
 			p["arguments"] = req.Params.Arguments
@@ -96,15 +90,9 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	it := item{method: "resources/read", name: uri, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
 	rev := revisionOf(cur, entry.Backend, cfg)
-	if st, je := pl.itemStateless(it, entry.Backend, rev, time.Now()); je != nil {
-		return nil, je
-	} else if bridged := st == nil && rev != "" && cur.StatelessOnly[entry.Backend]; st != nil || bridged {
-		if bridged { // a backend of the stateless generation only (bridge.go)
-			var err error
-			if st, err = bridgeOf(req.Params.Meta, rev, nil); err != nil {
-				return nil, fmt.Errorf("resource %q: %w", uri, err)
-			}
-		}
+	if st, bridged, err := pl.statelessOf(cur, it, entry.Backend, rev); err != nil {
+		return nil, err
+	} else if st != nil {
 		p := map[string]any{"uri": own}
 		st.AddTo(p)
 		raw, err := pl.o.Pool.Stateless(ctx, backend.Request{Backend: entry.Backend, Config: cfg, Revision: st.Revision,
@@ -233,4 +221,24 @@ func (pl *Plane) Template(uri string) (catalog.TemplateEntry, bool) {
 		return catalog.TemplateEntry{}, false
 	}
 	return pl.o.View().Catalog.Template(uri)
+}
+
+// statelessOf is the stateless request of item it to backend b (at
+// revision rev, in the view cur): that of a client of the stateless
+// generation, or, for a backend of the stateless generation only, one
+// the edge makes for a client of the session-based revisions (bridge.go);
+// nil for a request that takes the backend's pooled session. bridged
+// reports the second case.
+func (pl *Plane) statelessOf(cur *view.Served, it item, b, rev string) (st *backend.Stateless, bridged bool, err error) {
+	st, je := pl.itemStateless(it, b, rev, time.Now())
+	switch {
+	case je != nil:
+		return nil, false, je
+	case st != nil || rev == "" || !cur.StatelessOnly[b]:
+		return st, false, nil
+	}
+	if st, err = bridgeOf(it.meta, rev, nil); err != nil {
+		return nil, false, fmt.Errorf("%s %q: %w", it.method, it.name, err)
+	}
+	return st, true, nil
 }
