@@ -400,7 +400,7 @@ func TestResourceSubscription(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the listen stream's subscription", func() bool {
-		return e.calls.Subscribers("ask", "res://counter") == 2
+		return e.calls.Subscribers("ask", "", "res://counter") == 2
 	})
 	b.call(t, "ask_bump", nil)
 	eventually(t, 5*time.Second, "the update", func() bool { return len(a.updatesHeard()) == 1 })

@@ -264,7 +264,7 @@ func (p *Pool) connOf(ctx context.Context, backend string, cfg events.BackendCon
 		}
 		return nil, fmt.Errorf("%w: %w", errExchange, tokenexchange.ErrNoSubject)
 	}
-	sub := &tokenexchange.Subject{Identity: id.Issuer + " " + id.Subject, Token: credential.NewSecret(id.AccessToken()), Expiry: id.Expiry}
+	sub := &tokenexchange.Subject{Identity: CallerKey(id), Token: credential.NewSecret(id.AccessToken()), Expiry: id.Expiry}
 	k := callerConnKey{backend: backend, identity: sub.Identity}
 	s := &p.callers
 	s.mu.Lock()
@@ -311,12 +311,15 @@ func (p *Pool) connOf(ctx context.Context, backend string, cfg events.BackendCon
 	return c, nil
 }
 
-// leastUsed is the per-caller session used longest ago (mu held, some).
+// leastUsed is the per-caller session used longest ago (mu held, some),
+// one without resource subscriptions when there is one.
 func (s *callerSet) leastUsed() *backendConn {
 	var lru *backendConn
+	lruSubscribed := false
 	for _, c := range s.conns {
-		if lru == nil || c.user.used.Load() < lru.user.used.Load() {
-			lru = c
+		sub := c.subscribed()
+		if lru == nil || lruSubscribed && !sub || sub == lruSubscribed && c.user.used.Load() < lru.user.used.Load() {
+			lru, lruSubscribed = c, sub
 		}
 	}
 	return lru
@@ -334,6 +337,9 @@ func (p *Pool) sweepCallers() {
 	next := int64(-1)
 	for k, c := range s.conns {
 		at := c.user.used.Load() + int64(idle)
+		if c.subscribed() { // its user's resource updates come on it (subscribe.go)
+			at = max(at, now+int64(idle))
+		}
 		if at <= now {
 			delete(s.conns, k)
 			gone = append(gone, c)

@@ -64,10 +64,11 @@ type Pool struct {
 	sdk         *http.Client
 	obs         Observer      // nil: none
 	ids         atomic.Uint64 // ids of raw requests (forward.go)
-	// sessionNames maps each pooled session to its backend's name;
-	// updated hears its resources/updated (subscribe.go).
+	// sessionNames maps each pooled session to its connName (its
+	// backend, and its caller for a per-caller session); updated hears
+	// its resources/updated (subscribe.go).
 	sessionNames sync.Map
-	updated      func(backend, uri string)
+	updated      func(backend, caller, uri string)
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
 	// ctx is also the parent of the SSE sessions' streams.
@@ -356,7 +357,7 @@ func (p *Pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 		return nil, fmt.Errorf("connect backend %q: %w", c.name, err)
 	}
 	logEverything(ctx, cs)
-	p.sessionNames.Store(cs, c.name)
+	p.sessionNames.Store(cs, c.connName())
 	for uri := range c.subs { // the backend forgot them with its old session
 		_ = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	}

@@ -2,23 +2,51 @@ package backend
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
-// The edge subscribes to a backend's resource once, on the pooled session,
-// however many of its clients subscribed to it (the edge keeps who did);
-// the backend's notifications/resources/updated arrive on the pooled
-// session's standalone stream and are passed to OnResourceUpdated. A new
-// pooled session (the backend restarted, the session was lost) subscribes
-// to every resource again.
+// The edge subscribes to a backend's resource once per backend session,
+// however many of its clients subscribed to it (the edge keeps who did):
+// on the shared pooled session, or for a backend with per-caller
+// credentials on the caller's own session, since what the resource holds
+// and when it changes is that user's (percaller.go). The backend's
+// notifications/resources/updated arrive on the session's standalone
+// stream and are passed to OnResourceUpdated with the session's caller. A
+// new session (the backend restarted, the session was lost) subscribes to
+// every resource again; a per-caller session holding subscriptions is not
+// closed for being idle.
+
+// connName names a backend session: its backend, and its caller's
+// identity key (CallerKey) for a per-caller session, "" for the shared one.
+type connName struct{ backend, caller string }
+
+// connName is c's name.
+func (c *backendConn) connName() connName {
+	if c.user != nil {
+		return connName{c.name, c.user.identity}
+	}
+	return connName{backend: c.name}
+}
+
+// CallerKey is the key of a caller's per-caller sessions and
+// subscriptions: its issuer and subject ("" for nil).
+func CallerKey(id *auth.Identity) string {
+	if id == nil {
+		return ""
+	}
+	return id.Issuer + " " + id.Subject
+}
 
 // OnResourceUpdated sets what hears a backend's
-// notifications/resources/updated: the backend's name and the resource's
-// URI. It is set before the pool is used.
-func (p *Pool) OnResourceUpdated(f func(backend, uri string)) { p.updated = f }
+// notifications/resources/updated: the backend's name, the caller of the
+// session it came on ("" for the shared session) and the resource's URI.
+// It is set before the pool is used.
+func (p *Pool) OnResourceUpdated(f func(backend, caller, uri string)) { p.updated = f }
 
 // resourceUpdated is the pooled client's handler of
 // notifications/resources/updated.
@@ -26,22 +54,28 @@ func (p *Pool) resourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotifi
 	if p.updated == nil || req.Params == nil || req.Params.URI == "" {
 		return
 	}
-	if name, ok := p.sessionNames.Load(req.Session); ok {
-		p.updated(name.(string), req.Params.URI)
+	if n, ok := p.sessionNames.Load(req.Session); ok {
+		p.updated(n.(connName).backend, n.(connName).caller, req.Params.URI)
 	}
 }
 
-// Subscribe subscribes to resource uri of backend on its pooled session,
-// and on every later one, until Unsubscribe.
+// Subscribe subscribes to resource uri of backend on the session calls
+// made under ctx go through (the shared one, or ctx's caller's), and on
+// every later one, until Unsubscribe.
 func (p *Pool) Subscribe(ctx context.Context, backend string, cfg events.BackendConfig, uri string) error {
-	c := p.conn(backend, cfg)
-	c.mu.Lock()
-	if c.subs == nil {
-		c.subs = map[string]bool{}
+	c, err := p.connOf(ctx, backend, cfg)
+	if err != nil {
+		return callError(backend, "resources/subscribe", err)
 	}
-	c.subs[uri] = true
-	c.mu.Unlock()
-	_, err := Do(ctx, p, backend, cfg, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
+	_, err = Do(ctx, p, backend, cfg, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
+		// Noted once the session is made (a new one subscribes to what
+		// is noted), so that it is not sent twice.
+		c.mu.Lock()
+		if c.subs == nil {
+			c.subs = map[string]bool{}
+		}
+		c.subs[uri] = true
+		c.mu.Unlock()
 		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 	if err != nil {
@@ -52,14 +86,44 @@ func (p *Pool) Subscribe(ctx context.Context, backend string, cfg events.Backend
 	return err
 }
 
-// Unsubscribe ends the subscription to resource uri of backend.
-func (p *Pool) Unsubscribe(ctx context.Context, backend string, cfg events.BackendConfig, uri string) error {
-	c := p.conn(backend, cfg)
+// Unsubscribe ends the subscription to resource uri of backend made for
+// caller (a CallerKey; "" for the shared session). A per-caller session
+// that is gone took its subscriptions with it: nothing is sent.
+func (p *Pool) Unsubscribe(ctx context.Context, backend string, cfg events.BackendConfig, caller, uri string) error {
+	if !perCaller(cfg) {
+		c := p.conn(backend, cfg)
+		c.mu.Lock()
+		delete(c.subs, uri)
+		c.mu.Unlock()
+		_, err := Do(ctx, p, backend, cfg, "resources/unsubscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
+			return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		})
+		return err
+	}
+	p.callers.mu.Lock()
+	c := p.callers.conns[callerConnKey{backend: backend, identity: caller}]
+	p.callers.mu.Unlock()
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	delete(c.subs, uri)
+	cs := c.cs
 	c.mu.Unlock()
-	_, err := Do(ctx, p, backend, cfg, "resources/unsubscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
-		return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-	})
-	return err
+	if cs == nil {
+		return nil // its next session subscribes to what is left
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		return fmt.Errorf("resources/unsubscribe on backend %q: %w", backend, err)
+	}
+	return nil
+}
+
+// subscribed reports whether c holds resource subscriptions.
+func (c *backendConn) subscribed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs) > 0
 }

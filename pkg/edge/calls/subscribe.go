@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,8 +36,11 @@ type subscriptions struct {
 	byResource map[resourceKey]map[*session.Session]string // who is subscribed, by the exposed URI
 }
 
-// resourceKey is a backend's resource, by the backend's own URI.
-type resourceKey struct{ backend, uri string }
+// resourceKey is a backend's resource, by the backend's own URI, as one
+// caller sees it: caller is the CallerKey of the session's identity for a
+// backend with per-caller credentials (its resources are that user's, and
+// subscribed on that user's backend session), "" otherwise.
+type resourceKey struct{ backend, caller, uri string }
 
 // add notes that s subscribed to the resource exposed as uri, resource k
 // of its backend; first says no other session of the edge is, and full
@@ -115,11 +119,11 @@ type subscriber struct {
 
 // sessionsOf are the sessions subscribed to uri of backend (the backend's
 // own URI).
-func (t *subscriptions) sessionsOf(backend, uri string) []subscriber {
+func (t *subscriptions) sessionsOf(k resourceKey) []subscriber {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []subscriber
-	for s, exposed := range t.byResource[resourceKey{backend, uri}] {
+	for s, exposed := range t.byResource[k] {
 		out = append(out, subscriber{s, exposed})
 	}
 	return out
@@ -142,7 +146,13 @@ func (pl *Plane) Subscribe(ctx context.Context, s *session.Session, req *mcp.Sub
 	if own == "" {
 		own = uri
 	}
-	first, full := pl.subs.add(s, uri, resourceKey{entry.Backend, own})
+	caller := ""
+	if cfg.Auth.PerCaller() {
+		id := TokenIdentity(req.GetExtra().TokenInfo)
+		caller = backend.CallerKey(id)
+		ctx = backend.WithCaller(ctx, id)
+	}
+	first, full := pl.subs.add(s, uri, resourceKey{entry.Backend, caller, own})
 	if full {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: at most %d subscriptions per session", sessionstore.MaxSubscriptions)}
 	}
@@ -176,7 +186,7 @@ func (pl *Plane) unsubscribeBackend(k resourceKey) {
 		defer pl.o.Background.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := pl.o.Pool.Unsubscribe(ctx, k.backend, cfg, k.uri); err != nil {
+		if err := pl.o.Pool.Unsubscribe(ctx, k.backend, cfg, k.caller, k.uri); err != nil {
 			pl.o.Log.Debug().Err(err).Str("backend", k.backend).Msg("resource unsubscribe failed")
 		}
 	}()
@@ -197,10 +207,11 @@ func (pl *Plane) Forget(s *session.Session) { pl.subs.drop(pl, s) }
 func (pl *Plane) Subscriptions(s *session.Session) []string { return pl.subs.uris(s) }
 
 // resourceUpdated passes a backend's notifications/resources/updated (of
-// its own URI) to every session of the edge subscribed to the resource,
-// under the URI the session knows it by.
-func (pl *Plane) ResourceUpdated(backend, uri string) {
-	for _, sub := range pl.subs.sessionsOf(backend, uri) {
+// its own URI, on the session of caller, "" for the shared one) to every
+// session of the edge subscribed to the resource as that caller, under
+// the URI the session knows it by.
+func (pl *Plane) ResourceUpdated(backend, caller, uri string) {
+	for _, sub := range pl.subs.sessionsOf(resourceKey{backend, caller, uri}) {
 		s, exposed := sub.s, sub.uri
 		if s.Kind() == session.KindListen {
 			// The go-sdk knows the stream it subscribed for.
@@ -212,5 +223,8 @@ func (pl *Plane) ResourceUpdated(backend, uri string) {
 }
 
 // Subscribers counts the sessions subscribed to a backend's resource
-// (by the backend's own URI).
-func (pl *Plane) Subscribers(backend, uri string) int { return len(pl.subs.sessionsOf(backend, uri)) }
+// (by the backend's own URI) as caller ("" for a backend without
+// per-caller credentials).
+func (pl *Plane) Subscribers(backend, caller, uri string) int {
+	return len(pl.subs.sessionsOf(resourceKey{backend, caller, uri}))
+}
