@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/edgestatus"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
@@ -45,6 +46,9 @@ func provisionSplit(t *testing.T, ctx context.Context, f splitFleet) (jetstream.
 		t.Fatal(err)
 	}
 	if err := calltrail.Provision(ctx, jsCtlEdges, &calltrail.Options{Replicas: f.replicas}); err != nil {
+		t.Fatal(err)
+	}
+	if err := edgestatus.Provision(ctx, jsCtlEdges, f.replicas); err != nil {
 		t.Fatal(err)
 	}
 	leader, err := jsCtl.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsnode.LeaderBucket, Replicas: f.replicas})
@@ -215,6 +219,14 @@ func attackAsEdge(t *testing.T, f splitFleet) {
 	// own subjects (a replay) if it reached the fleet account's API.
 	if _, err := kv.Put(ctx, "forged-event", data); err != nil {
 		t.Fatalf("an edge may write a session key: %v", err)
+	}
+	// The edge's status record, as package edgestatus writes it.
+	statusKV, err := js.KeyValue(ctx, natsnode.EdgeStatusBucket)
+	if err != nil {
+		t.Fatalf("an edge may open the edges' status bucket: %v", err)
+	}
+	if _, err := statusKV.Put(ctx, "edge-1", []byte(`{"edge":"edge-1","updated_at":"2026-12-05T18:00:00Z","stdio":[]}`)); err != nil {
+		t.Fatalf("an edge may write its status record: %v", err)
 	}
 	replay, _ := json.Marshal(map[string]any{"stream_name": natsnode.EventStream, "config": map[string]any{
 		"deliver_subject": "fleetgate.events.default.alpha", "deliver_policy": "all", "ack_policy": "none"}})

@@ -36,6 +36,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/controller"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/dashboard"
+	"github.com/fleetgate/fleetgate/pkg/edgestatus"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/region"
@@ -224,14 +225,15 @@ func connectNATS(o *options, zl zerolog.Logger) (nc, ncEdges *nats.Conn, closeAl
 	return nc, ncEdges, func() { ncEdges.Close(); nc.Close(); stop() }, nil
 }
 
-// sessionBucket is the session record bucket the dashboard reads, or nil
-// (the dashboard then shows no sessions) when it cannot be opened.
-func sessionBucket(ctx context.Context, js jetstream.JetStream, zl zerolog.Logger) jetstream.KeyValue {
+// edgesBucket is a bucket of the edges' account the dashboard reads (the
+// session records, the edges' status records), or nil (the dashboard then
+// shows none of it) when it cannot be opened.
+func edgesBucket(ctx context.Context, js jetstream.JetStream, zl zerolog.Logger, bucket string) jetstream.KeyValue {
 	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kv, err := js.KeyValue(kctx, sessionstore.DefaultBucket)
+	kv, err := js.KeyValue(kctx, bucket)
 	if err != nil {
-		zl.Warn().Err(err).Str("bucket", sessionstore.DefaultBucket).Msg("the dashboard shows no sessions: session bucket unreadable")
+		zl.Warn().Err(err).Str("bucket", bucket).Msg("the dashboard shows no sessions or edges from this bucket: unreadable")
 		return nil
 	}
 	return kv
@@ -307,7 +309,7 @@ func run(o *options, fleet *config.Fleet) error {
 			return region.Statuses(ctx, js, o.region.name, o.region.regions)
 		}
 	}
-	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: sessionBucket(ctx, jsEdges, zl), Registerer: reg, Statuses: ctl.StatusHistory(),
+	dash, err := dashboard.New(&dashboard.Options{Reader: ctl.Reader(), Log: log, Sessions: edgesBucket(ctx, jsEdges, zl, sessionstore.DefaultBucket), Edges: edgesBucket(ctx, jsEdges, zl, edgestatus.Bucket), Registerer: reg, Statuses: ctl.StatusHistory(),
 		Regions: regions, OnError: func(err error) { zl.Warn().Err(err).Msg("dashboard") }})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
+	"github.com/fleetgate/fleetgate/pkg/edgestatus"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
@@ -143,14 +144,17 @@ func connectOptions(access natsnode.Access, zl zerolog.Logger, base ...nats.Opti
 	})), nil
 }
 
-// provision creates the session bucket, the sign-in bucket and the call
-// trail with their limits, so that edges, which may not create them,
+// provision creates the session bucket, the sign-in bucket, the edges'
+// status bucket and the call trail with their limits, so that edges, which may not create them,
 // find them.
 func (a *natsAccess) provision(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	if err := sessionstore.Provision(ctx, js, &sessionstore.ProvisionOptions{Replicas: replicas, MaxBytes: int64(a.sessionBytes)}); err != nil {
 		return err
 	}
 	if err := signin.Provision(ctx, js, "", replicas); err != nil {
+		return err
+	}
+	if err := edgestatus.Provision(ctx, js, replicas); err != nil {
 		return err
 	}
 	return calltrail.Provision(ctx, js, &calltrail.Options{Replicas: replicas, MaxBytes: int64(a.callBytes)})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/edgestatus"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
@@ -59,6 +60,11 @@ type EdgeJSON struct {
 	MinGen   uint64    `json:"min_applied_generation"`
 	MaxGen   uint64    `json:"max_applied_generation"`
 	LastSeen time.Time `json:"last_seen,omitzero"`
+	// Stdio are the edge's own instances of stdio backends, and
+	// ReportedAt when its status record was written (package
+	// edgestatus); absent when it wrote none within its lifetime.
+	Stdio      []edgestatus.Instance `json:"stdio,omitempty"`
+	ReportedAt time.Time             `json:"reported_at,omitzero"`
 }
 
 // Counts are sessions by verdict.
@@ -76,6 +82,7 @@ func (d *Dashboard) serveEdges(w http.ResponseWriter, r *http.Request) {
 	out := d.sessions.edges(sessionQuery{edge: q.Get("edge"), verdict: q.Get("verdict"), class: q.Get("class"),
 		offset: offset, limit: max(limit, 1), now: d.now(), idleAfter: d.o.IdleAfter})
 	out.Available = d.o.Sessions != nil
+	withInstances(&out, d.instances.current(d.now(), edgestatus.RecordTTL))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -88,6 +95,30 @@ func intParam(s string, def, maxV int) (int, error) {
 		return 0, fmt.Errorf("%q: want an integer in 0..%d", clip(s, 32), maxV)
 	}
 	return n, nil
+}
+
+// withInstances gives each edge of out its status record's instances,
+// and lists the edges that reported a status but serve no session (up to
+// MaxEdges edges in all).
+func withInstances(out *EdgesJSON, st map[string]edgestatus.Record) {
+	if len(st) == 0 {
+		return
+	}
+	for i, e := range out.Edges {
+		if r, ok := st[e.ID]; ok {
+			out.Edges[i].Stdio, out.Edges[i].ReportedAt = r.Stdio, r.UpdatedAt
+			delete(st, e.ID)
+		}
+	}
+	for _, r := range st {
+		if len(out.Edges) >= MaxEdges {
+			out.EdgesTruncated = true
+			break
+		}
+		out.Edges = append(out.Edges, EdgeJSON{ID: r.Edge, Groups: []string{}, Verdicts: Counts{}, Classes: Counts{},
+			Stdio: r.Stdio, ReportedAt: r.UpdatedAt})
+	}
+	slices.SortFunc(out.Edges, func(a, b EdgeJSON) int { return strings.Compare(a.ID, b.ID) })
 }
 
 // sessionQuery selects the sessions of GET /v1/edges and classes them.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
@@ -24,10 +25,12 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/convergence"
 	"github.com/fleetgate/fleetgate/pkg/dashboard"
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
+	"github.com/fleetgate/fleetgate/pkg/edgestatus"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 	"github.com/fleetgate/fleetgate/pkg/region"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
@@ -86,6 +89,7 @@ type fleet struct {
 	token    string
 	backends map[string]*demobackend.Backend
 	store    *sessionstore.Store
+	edges    jetstream.KeyValue // the edges' status records
 	ctl      *controller.Controller
 	bus      *bus
 }
@@ -113,7 +117,13 @@ func startFleetRegions(t *testing.T, regions func(context.Context) []region.Stat
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := edgestatus.Provision(octx, js, 1); err != nil {
+		t.Fatal(err)
+	}
 	f := &fleet{token: "dashb0ard-t0ken", backends: map[string]*demobackend.Backend{}, bus: &bus{}}
+	if f.edges, err = js.KeyValue(octx, edgestatus.Bucket); err != nil {
+		t.Fatal(err)
+	}
 	var yaml strings.Builder
 	yaml.WriteString("groups:\n  - name: default\n    backends:\n")
 	for _, name := range []string{"docs", "search", "tickets"} {
@@ -160,7 +170,7 @@ authorization:
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dashboard.New(&dashboard.Options{Reader: f.ctl.Reader(), Log: lg, Sessions: kv, Registerer: reg, Regions: regions,
+	d, err := dashboard.New(&dashboard.Options{Reader: f.ctl.Reader(), Log: lg, Sessions: kv, Edges: f.edges, Registerer: reg, Regions: regions,
 		Statuses: f.ctl.StatusHistory(),
 		OnError:  func(err error) { t.Logf("dashboard: %v", err) }})
 	if err != nil {
@@ -366,6 +376,16 @@ func TestBrowserDashboard(t *testing.T) {
 		poll(`document.querySelectorAll('#edges .edge').length === 2 && document.querySelectorAll('#sessions tbody tr').length === 7`, 10*time.Second),
 		poll(`document.querySelector('#t-sessions').textContent === '50%' && document.querySelector('#t-sessions-sub').textContent.startsWith('6 active · 1 idle')`, 10*time.Second),
 	)
+	// Each edge's own stdio instances, from its status record.
+	f.edgeStatus(t, "edge-7f3a", stdio.Status{Backend: "notes", Command: "notes", State: "up", PID: 4242, Since: time.Now()})
+	f.edgeStatus(t, "edge-b21c", stdio.Status{Backend: "notes", Command: "notes", State: "backoff", Restarts: 2,
+		LastError: `exit status 1 <img src=x onerror="window.__pwned=1">`, Since: time.Now()})
+	within(t, ctx, 10*time.Second, "the stdio instances on the edge cards",
+		poll(`document.querySelector('.edge[data-edge="edge-7f3a"] li[data-stdio="notes"] .pill')?.textContent === 'up'`, 10*time.Second),
+		poll(`document.querySelector('.edge[data-edge="edge-7f3a"] li[data-stdio="notes"]').textContent.includes('pid 4242')`, time.Second),
+		poll(`document.querySelector('.edge[data-edge="edge-b21c"] li[data-stdio="notes"] .pill')?.textContent === 'backoff'`, time.Second),
+		poll(`document.querySelector('.edge[data-edge="edge-b21c"] li[data-stdio="notes"] .reason').textContent.startsWith('exit status 1 <img')`, time.Second),
+	)
 	if os.Getenv("FLEETGATE_SCREENSHOTS") != "" {
 		within(t, ctx, 10*time.Second, "some history", chromedp.Sleep(5500*time.Millisecond))
 	}
@@ -436,5 +456,20 @@ func TestBrowserDashboard(t *testing.T) {
 	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('tr[data-session="X0X0X0X0X0X0X0X0X0X0X0X0"] td:nth-child(2)').textContent`))
 	if err != nil || shown != hostile {
 		t.Fatalf("the hostile edge id shows as %q (%v)", shown, err)
+	}
+}
+
+// edgeStatus writes edge's status record with its stdio instances, as the
+// edge would.
+func (f *fleet) edgeStatus(t *testing.T, edge string, st ...stdio.Status) {
+	t.Helper()
+	b, err := edgestatus.FromStdio(edge, time.Now(), st).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := f.edges.Put(ctx, edgestatus.Key(edge), b); err != nil {
+		t.Fatal(err)
 	}
 }

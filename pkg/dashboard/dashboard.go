@@ -58,6 +58,9 @@ type Options struct {
 	// Sessions is the session record bucket (sessionstore's); nil shows
 	// no sessions.
 	Sessions jetstream.KeyValue
+	// Edges is the edges' status bucket (edgestatus.Bucket): each edge
+	// card shows the edge's stdio instances; nil shows none.
+	Edges jetstream.KeyValue
 	// MaxStreams caps concurrent event streams; StreamBuffer is the
 	// frames queued per stream before its client is dropped.
 	MaxStreams   int
@@ -106,8 +109,10 @@ type Dashboard struct {
 	o        Options
 	hub      *hub
 	sessions *sessionIndex
-	history  *history
-	metrics  *metrics
+	// instances are the edges' status records (instances.go).
+	instances *edgeStatuses
+	history   *history
+	metrics   *metrics
 }
 
 func (d *Dashboard) now() time.Time { return d.o.Now() }
@@ -148,7 +153,7 @@ func New(o *Options) (*Dashboard, error) {
 	}
 	m := newMetrics(opts.Registerer)
 	return &Dashboard{o: opts, metrics: m, hub: newHub(opts.MaxStreams, opts.StreamBuffer, m),
-		sessions: newSessionIndex(opts.MaxSessions), history: newHistory()}, nil
+		sessions: newSessionIndex(opts.MaxSessions), history: newHistory(), instances: newEdgeStatuses(4 * MaxEdges)}, nil
 }
 
 // Run follows the event log and the session bucket and feeds the
@@ -164,6 +169,9 @@ func (d *Dashboard) Run(ctx context.Context) error {
 	if d.o.Sessions != nil {
 		g.Go(func() error { return d.sessions.run(ctx, d.o.Sessions, d.o.Rescan, d.o.RetryDelay, d.report) })
 		g.Go(func() error { return d.pushSessions(ctx) })
+	}
+	if d.o.Edges != nil {
+		g.Go(func() error { return d.followEdges(ctx) })
 	}
 	return g.Wait()
 }

@@ -166,7 +166,7 @@ func newEdge(o *Options, src func(*Edge) source) (*Edge, error) {
 		}
 	}
 	if e.recs, err = records.Open(opts.Records, records.Wiring{Edge: opts.ID, Sessions: e.reg, Hijacks: e.hj,
-		Log: &e.log, Registry: opts.Registry, Written: e.m.recordsWritten}); err != nil {
+		Log: &e.log, Registry: opts.Registry, Written: e.m.recordsWritten, Stdio: e.pool.StdioStatus}); err != nil {
 		e.mcpLn.Close()
 		e.adminLn.Close()
 		return nil, err

@@ -179,7 +179,7 @@ var ExampleKeys = []string{
 
 // edgeAccountStreams are the streams of an authenticated node that belong
 // to EdgeAccount: what edges write.
-var edgeAccountStreams = map[string]bool{"KV_" + SessionBucket: true, "KV_" + SignInBucket: true, CallStream: true}
+var edgeAccountStreams = map[string]bool{"KV_" + SessionBucket: true, "KV_" + SignInBucket: true, "KV_" + EdgeStatusBucket: true, CallStream: true}
 
 // migrateGlobal moves the streams a node kept in the global account (the
 // one-account layout of earlier releases) into the two accounts: the

@@ -9,15 +9,18 @@ import (
 // Names the permission sets are written for: the defaults of packages
 // events, sessionstore and calltrail.
 const (
-	EventStream     = "FLEETGATE_EVENTS"
-	EventSubjects   = "fleetgate.events.>"
-	SnapshotBucket  = "fleetgate_snapshots"
-	SessionBucket   = "fleetgate_sessions"
-	SignInBucket    = "fleetgate_signins"
-	CallStream      = "FLEETGATE_CALLS"
-	CallSubjects    = "fleetgate.calls.>"
-	LeaderBucket    = "fleetgate_leader"
-	EdgeInboxPrefix = "_INBOX_edge"
+	EventStream    = "FLEETGATE_EVENTS"
+	EventSubjects  = "fleetgate.events.>"
+	SnapshotBucket = "fleetgate_snapshots"
+	SessionBucket  = "fleetgate_sessions"
+	SignInBucket   = "fleetgate_signins"
+	// EdgeStatusBucket holds each edge's status record (package
+	// edgestatus), read by the controller's dashboard.
+	EdgeStatusBucket = "fleetgate_edges"
+	CallStream       = "FLEETGATE_CALLS"
+	CallSubjects     = "fleetgate.calls.>"
+	LeaderBucket     = "fleetgate_leader"
+	EdgeInboxPrefix  = "_INBOX_edge"
 	// HeldSubjects are the subjects over which an edge forwards the retry
 	// of a held call to the edge that holds it (package heldrelay):
 	// fleetgate.held.<edge>, published and subscribed by edges only.
@@ -57,6 +60,10 @@ func edgePublish(logs []LogNames) []string {
 		"$JS.API.CONSUMER.DELETE.KV_"+SignInBucket+".>",
 		"$JS.FC.KV_"+SignInBucket+".>",
 		"$KV."+SignInBucket+".>",
+		// the edge's status record (package edgestatus; the controller
+		// provisions the bucket): bucket info and puts
+		"$JS.API.STREAM.INFO.KV_"+EdgeStatusBucket,
+		"$KV."+EdgeStatusBucket+".>",
 		// the call trail: stream info (attach) and the entries
 		"$JS.API.STREAM.INFO."+CallStream,
 		CallSubjects,

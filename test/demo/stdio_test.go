@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,6 +53,19 @@ func TestDemoServesStdioBackend(t *testing.T) {
 	running := stdioInstances(t, dir, parents)
 	if len(running) != 2 {
 		t.Errorf("stdio instances while the demo runs: %v, want the controller's and the edge's", running)
+	}
+	// The dashboard's edge card shows the edge's own instance (its status
+	// record): up, with the pid of the edge's child.
+	edgeChild := stdioInstances(t, dir, map[int]bool{pids["edge"]: true})
+	for shown := false; !shown; {
+		shown = len(edgeChild) == 1 && edgeInstanceShown(ctx, edgeChild[0])
+		if !shown {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the edge's notes instance (pids %v) not on the dashboard's /v1/edges\n%s", edgeChild, tail(out.String(), 20))
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
 	}
 
 	cs.Close()
@@ -127,4 +143,34 @@ func stdioInstances(t *testing.T, dir string, parents map[int]bool) []int {
 		}
 	}
 	return pids
+}
+
+// edgeInstanceShown reports whether the demo controller's GET /v1/edges
+// shows an edge whose stdio backend notes is up with process pid.
+func edgeInstanceShown(ctx context.Context, pid int) bool {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:8081/v1/edges", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Edges []struct {
+			Stdio []struct {
+				Backend, State string
+				PID            int
+			}
+		}
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out) != nil {
+		return false
+	}
+	for _, e := range out.Edges {
+		for _, i := range e.Stdio {
+			if i.Backend == "notes" && i.State == "up" && i.PID == pid {
+				return true
+			}
+		}
+	}
+	return false
 }

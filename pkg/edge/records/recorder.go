@@ -17,6 +17,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
 // Options configure a Recorder.
@@ -41,6 +42,9 @@ type Wiring struct {
 	Log      *zerolog.Logger        // nil: none
 	Registry prometheus.Registerer  // the store's metrics
 	Written  *prometheus.CounterVec // writes by kind (create, update, touch, delete, lost); nil: not counted
+	// Stdio is the status of the edge's stdio instances, kept in its
+	// status record (status.go); nil: no status record.
+	Stdio func() []stdio.Status
 }
 
 // Recorder writes the records of an edge's sessions to the store and
@@ -130,6 +134,9 @@ func (r *Recorder) Start() {
 	watching := make(chan struct{})
 	r.done.Go(func() { r.watch(ctx, watching) })
 	<-watching
+	if r.w.Stdio != nil {
+		r.done.Go(func() { r.runStatus(ctx) })
+	}
 	r.done.Go(func() {
 		t := time.NewTicker(r.flushEvery)
 		defer t.Stop()

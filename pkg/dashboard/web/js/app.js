@@ -240,6 +240,10 @@ function onFrame(type, data) {
       if (applyChanges(S.edges, data)) drawSessions();
       reloadEdges();
       break;
+    case "edges":
+      // An edge's status record (its stdio instances) changed.
+      reloadEdges();
+      break;
   }
 }
 

@@ -25,8 +25,22 @@ function edgeCard(e, selected, gen) {
     h("div", { class: "edge-head" }, h("span", { class: "mono name" }, e.id || "(unnamed)"), h("span", { class: "count" }, String(e.sessions))),
     verdictBar(e.classes || {}, e.sessions),
     h("div", { class: "sub" },
-      (e.groups || []).join(", ") + " · gen ",
-      h("span", { class: "mono" }, e.min_applied_generation === e.max_applied_generation ? String(e.max_applied_generation) : e.min_applied_generation + "–" + e.max_applied_generation)));
+      e.sessions ? (e.groups || []).join(", ") + " · gen " : "no sessions",
+      e.sessions ? h("span", { class: "mono" }, e.min_applied_generation === e.max_applied_generation ? String(e.max_applied_generation) : e.min_applied_generation + "–" + e.max_applied_generation) : null),
+    instances(e.stdio));
+}
+
+// instances lists an edge's own instances of stdio backends (its status
+// record): state, process, restarts and why the last one ended.
+function instances(list) {
+  if (!list || !list.length) return null;
+  return h("ul", { class: "stdio" }, ...list.map((i) =>
+    h("li", { dataset: { stdio: i.backend }, title: i.last_error ? "last ended: " + i.last_error : "" },
+      h("span", { class: "mono" }, i.backend), " ",
+      h("span", { class: "pill s-" + cssToken(i.state) }, i.state),
+      i.pid ? h("span", { class: "muted mono" }, " pid " + i.pid) : null,
+      " · " + i.restarts + " restart" + (i.restarts === 1 ? "" : "s") + (i.restart_capped ? " (capped)" : ""),
+      i.last_error ? h("div", { class: "reason" }, i.last_error) : null)));
 }
 
 // renderSessions fills the edge cards and the table; it returns the
