@@ -57,7 +57,10 @@ func TestEdgeCardsShowStdioInstances(t *testing.T) {
 	s := newSink()
 	rctx, stop := context.WithCancel(context.Background())
 	ended := make(chan struct{})
-	go func() { defer close(ended); d.serveStream(s, httptest.NewRequestWithContext(rctx, "GET", "/v1/stream", nil)) }()
+	go func() {
+		defer close(ended)
+		d.serveStream(s, httptest.NewRequestWithContext(rctx, "GET", "/v1/stream", nil))
+	}()
 	defer func() { stop(); <-ended }()
 	runDashboard(t, d)
 
