@@ -82,7 +82,7 @@ func (d *Dashboard) serveEdges(w http.ResponseWriter, r *http.Request) {
 	out := d.sessions.edges(sessionQuery{edge: q.Get("edge"), verdict: q.Get("verdict"), class: q.Get("class"),
 		offset: offset, limit: max(limit, 1), now: d.now(), idleAfter: d.o.IdleAfter})
 	out.Available = d.o.Sessions != nil
-	withInstances(&out, d.instances.current(d.now(), edgestatus.RecordTTL))
+	withInstances(&out, d.instances.current(d.now()))
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -14,8 +14,7 @@ import (
 
 // Each edge card carries the edge's stdio instances from its status
 // record, an edge with no session included; a change is told on the
-// stream; an unreadable record and one older than its lifetime are not
-// shown.
+// stream; an unreadable record is not shown, and one deleted goes.
 func TestEdgeCardsShowStdioInstances(t *testing.T) {
 	st, kv := bucket(t, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -46,7 +45,6 @@ func TestEdgeCardsShowStdioInstances(t *testing.T) {
 	put(edgestatus.FromStdio("edge-a", now, []stdio.Status{{Backend: "notes", Command: "notes", State: "up", PID: 41, Since: now}}))
 	put(edgestatus.FromStdio("edge-idle", now, []stdio.Status{{Backend: "notes", Command: "notes", State: "backoff", Restarts: 3,
 		LastError: "exit status 1", Since: now}}))
-	put(edgestatus.FromStdio("edge-gone", now.Add(-edgestatus.RecordTTL-time.Minute), []stdio.Status{{Backend: "notes", State: "up"}}))
 	if _, err := edges.Put(ctx, "edge-bad", []byte(`{"edge":"edge-bad","stdio":[{"backend":[[[[[1]]]]]}]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +80,14 @@ func TestEdgeCardsShowStdioInstances(t *testing.T) {
 
 	// edge-a's instance restarts: the stream says so, the card shows it.
 	put(edgestatus.FromStdio("edge-a", time.Now(), []stdio.Status{{Backend: "notes", Command: "notes", State: "up", PID: 42, Restarts: 1, Since: now}}))
-	waitFor(t, 10*time.Second, "an edges frame", func() bool {
+	waitFor(t, 10*time.Second, "a second edges frame of edge-a (its first: the edge was new)", func() bool {
+		n := 0
 		for _, f := range s.frames() {
 			if typ, v := frameData[map[string]any](t, f); typ == FrameEdges && v["edge"] == "edge-a" {
-				return true
+				n++
 			}
 		}
-		return false
+		return n == 2
 	})
 	if a := getEdges(t, d, "").Edges[0]; a.Stdio[0].PID != 42 || a.Stdio[0].Restarts != 1 {
 		t.Errorf("edge-a after the restart: %+v", a)
@@ -97,4 +96,32 @@ func TestEdgeCardsShowStdioInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "edge-idle gone", func() bool { return len(getEdges(t, d, "").Edges) == 1 })
+}
+
+// A record the server stored longer ago than its lifetime (it expired
+// from the bucket, which tells no one) is not shown and is forgotten; a
+// full index forgets those before it refuses a new edge.
+func TestEdgeStatusesForget(t *testing.T) {
+	x := newEdgeStatuses(2)
+	now := time.Now()
+	old := now.Add(-edgestatus.RecordTTL - time.Second)
+	if !x.put("a", edgestatus.Record{Edge: "a"}, old, now) || !x.put("b", edgestatus.Record{Edge: "b"}, now, now) {
+		t.Fatal("new edges not reported")
+	}
+	if x.put("b", edgestatus.Record{Edge: "b", UpdatedAt: now.Add(time.Second)}, now, now) {
+		t.Error("a refresh with the same instances reported as a change")
+	}
+	if cur := x.current(now); len(cur) != 1 || cur["b"].Edge != "b" {
+		t.Fatalf("current: %v, want b alone", cur)
+	}
+	x.put("a", edgestatus.Record{Edge: "a"}, old, now)
+	if !x.put("c", edgestatus.Record{Edge: "c"}, now, now) {
+		t.Fatal("a full index refused c instead of forgetting a")
+	}
+	if x.put("d", edgestatus.Record{Edge: "d"}, now, now) {
+		t.Fatal("d kept beyond the bound")
+	}
+	if cur := x.current(now); len(cur) != 2 || cur["c"].Edge != "c" {
+		t.Fatalf("current: %v", cur)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +121,30 @@ func TestPerCallerResourceSubscriptions(t *testing.T) {
 	}
 	if got := e.calls.Subscribers("mail", "", "inbox://mine"); got != 0 {
 		t.Fatalf("%d subscribers on the shared session, want 0", got)
+	}
+
+	// A 2026-07-28 client subscribes on its subscriptions/listen stream
+	// (the go-sdk makes the subscription without the request's extra: the
+	// stream's verified token is the caller): carol's update reaches her
+	// stream, and no one else.
+	tok := idp.Mint(idp.Claims("carol", signInAudience))
+	var carolHeard atomic.Int64
+	carol, err := mcp.NewClient(&mcp.Implementation{Name: "listener"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { carolHeard.Add(1) }}).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: e.MCPURL(), MaxRetries: -1, HTTPClient: tokenHTTP(func() string { return tok })},
+		&mcp.ClientSessionOptions{ProtocolVersion: newProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer carol.Close()
+	if err := carol.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("carol's 2026-07-28 subscription: %v", err)
+	}
+	if err := mail.server("carol").ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "inbox://mine"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "carol's update on her listen stream", func() bool { return carolHeard.Load() == 1 })
+	if a, b := len(alice.updatesHeard()), len(bob.updatesHeard()); a != 2 || b != 1 {
+		t.Fatalf("alice heard %d, bob %d after carol's update", a, b)
 	}
 }

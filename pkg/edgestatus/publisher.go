@@ -92,16 +92,17 @@ func (p *Publisher) Run(ctx context.Context) error {
 		now = time.Now
 	}
 	var last []Instance
-	var written time.Time
-	ok := false // last was written
+	var written time.Time // by now(): with time.Now, its monotonic reading
+	ok := false           // last was written
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		r := FromStdio(p.Edge, now(), p.Status())
-		if !ok || !slices.Equal(r.Stdio, last) || r.UpdatedAt.Sub(written) >= refresh {
+		at := now()
+		r := FromStdio(p.Edge, at, p.Status())
+		if !ok || !slices.Equal(r.Stdio, last) || at.Sub(written) >= refresh {
 			ok = p.write(ctx, r) == nil
 			if ok {
-				last, written = r.Stdio, r.UpdatedAt
+				last, written = r.Stdio, at
 			}
 		}
 		select {
@@ -117,7 +118,7 @@ func (p *Publisher) write(ctx context.Context, r Record) error {
 	b, err := r.Encode()
 	if err == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = p.Store.Put(wctx, Key(p.Edge), b)
+		_, err = p.Store.Put(wctx, Key(r.Edge), b) // the record's edge: clipped as DecodeRecord reads it
 		cancel()
 	}
 	if err != nil && ctx.Err() == nil {

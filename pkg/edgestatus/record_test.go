@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
@@ -148,4 +149,11 @@ func TestPublisher(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// The bucket's name is the one the NATS permissions grant edges.
+func TestBucketPermitted(t *testing.T) {
+	if Bucket != natsnode.EdgeStatusBucket {
+		t.Fatalf("bucket %q, permissions for %q", Bucket, natsnode.EdgeStatusBucket)
+	}
 }

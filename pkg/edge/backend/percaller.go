@@ -105,6 +105,33 @@ type callerSet struct {
 	src   *tokenexchange.Source
 	conns map[callerConnKey]*backendConn
 	timer *time.Timer // the next idle sweep; nil when none is due
+	// parked are the resource subscriptions of per-caller sessions
+	// closed while they held some (subscribe.go): the caller's next
+	// session subscribes to them again. At most MaxSessions entries.
+	parked map[callerConnKey]map[string]bool
+}
+
+// park keeps the subscriptions of the closed per-caller sessions gone for
+// their callers' next sessions (mu held).
+func (s *callerSet) park(gone []*backendConn) {
+	max, _ := s.limits()
+	for _, c := range gone {
+		subs := c.takeSubs()
+		if len(subs) == 0 || c.user == nil {
+			continue
+		}
+		k := callerConnKey{c.user.backend, c.user.identity}
+		if s.parked == nil {
+			s.parked = map[callerConnKey]map[string]bool{}
+		}
+		if _, ok := s.parked[k]; !ok && len(s.parked) >= max {
+			for old := range s.parked { // full: one is given up
+				delete(s.parked, old)
+				break
+			}
+		}
+		s.parked[k] = subs
+	}
 }
 
 type callerConnKey struct{ backend, identity string }
@@ -297,6 +324,11 @@ func (p *Pool) connOf(ctx context.Context, backend string, cfg events.BackendCon
 		c.sdk, c.creds = p.backendClient(backend, cfg)
 		c.sdk.Transport = userTransport{next: c.sdk.Transport, u: u}
 		c.ctx, c.cancel = context.WithCancel(p.ctx)
+		s.park(gone) // a reconfigured session's own among them
+		if subs := s.parked[k]; subs != nil {
+			c.giveSubs(subs) // its first session subscribes to them
+			delete(s.parked, k)
+		}
 		s.conns[k] = c
 		if s.timer == nil {
 			s.timer = time.AfterFunc(idle, func() { p.sweepCallers() })
@@ -365,6 +397,12 @@ func (p *Pool) pruneCallers(cfgs map[string]events.BackendConfig) {
 		if cfg, ok := cfgs[k.backend]; !ok || !c.serves(cfg) {
 			delete(p.callers.conns, k)
 			gone = append(gone, c)
+		}
+	}
+	p.callers.park(gone) // a backend reconfigured: its callers' next sessions subscribe again
+	for k := range p.callers.parked {
+		if cfg, ok := cfgs[k.backend]; !ok || !perCaller(cfg) {
+			delete(p.callers.parked, k)
 		}
 	}
 	p.callers.mu.Unlock()

@@ -126,7 +126,11 @@ type backendConn struct {
 	closed bool // by close: no session is pooled any more
 	// subs are the resource URIs subscribed to on the backend for the
 	// edge's clients (subscribe.go): every new session subscribes again.
-	subs map[string]bool
+	// subsMu guards them alone and is never held across I/O (the
+	// per-caller set looks at them under its own lock, which must not
+	// wait on a connect that holds mu).
+	subsMu sync.Mutex
+	subs   map[string]bool
 }
 
 // errConnClosed: the call raced with the removal or reconfiguration of
@@ -358,7 +362,7 @@ func (p *Pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 	}
 	logEverything(ctx, cs)
 	p.sessionNames.Store(cs, c.connName())
-	for uri := range c.subs { // the backend forgot them with its old session
+	for _, uri := range c.subURIs() { // the backend forgot them with its old session
 		_ = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	}
 	// A session the go-sdk closes on its own (a broken stream, a response

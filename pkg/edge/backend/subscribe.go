@@ -19,7 +19,9 @@ import (
 // stream and are passed to OnResourceUpdated with the session's caller. A
 // new session (the backend restarted, the session was lost) subscribes to
 // every resource again; a per-caller session holding subscriptions is not
-// closed for being idle.
+// closed for being idle, is the last the bound closes, and when it is
+// closed all the same (the bound, its backend reconfigured) its
+// subscriptions are parked for the caller's next session.
 
 // connName names a backend session: its backend, and its caller's
 // identity key (CallerKey) for a per-caller session, "" for the shared one.
@@ -70,44 +72,81 @@ func (p *Pool) Subscribe(ctx context.Context, backend string, cfg events.Backend
 	_, err = Do(ctx, p, backend, cfg, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
 		// Noted once the session is made (a new one subscribes to what
 		// is noted), so that it is not sent twice.
-		c.mu.Lock()
-		if c.subs == nil {
-			c.subs = map[string]bool{}
-		}
-		c.subs[uri] = true
-		c.mu.Unlock()
+		c.note(uri, true)
 		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 	if err != nil {
-		c.mu.Lock()
-		delete(c.subs, uri)
-		c.mu.Unlock()
+		c.note(uri, false)
 	}
 	return err
+}
+
+// note adds uri to c's subscriptions (or removes it).
+func (c *backendConn) note(uri string, on bool) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	if !on {
+		delete(c.subs, uri)
+		return
+	}
+	if c.subs == nil {
+		c.subs = map[string]bool{}
+	}
+	c.subs[uri] = true
+}
+
+// subURIs are c's subscriptions.
+func (c *backendConn) subURIs() []string {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	out := make([]string, 0, len(c.subs))
+	for u := range c.subs {
+		out = append(out, u)
+	}
+	return out
+}
+
+// takeSubs are c's subscriptions, taken away (c is closing: they are
+// parked for its caller's next session, percaller.go).
+func (c *backendConn) takeSubs() map[string]bool {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	subs := c.subs
+	c.subs = nil
+	return subs
+}
+
+// giveSubs makes subs c's subscriptions (a new session, not yet used).
+func (c *backendConn) giveSubs(subs map[string]bool) {
+	c.subsMu.Lock()
+	c.subs = subs
+	c.subsMu.Unlock()
 }
 
 // Unsubscribe ends the subscription to resource uri of backend made for
 // caller (a CallerKey; "" for the shared session). A per-caller session
 // that is gone took its subscriptions with it: nothing is sent.
 func (p *Pool) Unsubscribe(ctx context.Context, backend string, cfg events.BackendConfig, caller, uri string) error {
-	if !perCaller(cfg) {
+	if caller == "" {
 		c := p.conn(backend, cfg)
-		c.mu.Lock()
-		delete(c.subs, uri)
-		c.mu.Unlock()
+		c.note(uri, false)
 		_, err := Do(ctx, p, backend, cfg, "resources/unsubscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
 			return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 		})
 		return err
 	}
+	k := callerConnKey{backend: backend, identity: caller}
 	p.callers.mu.Lock()
-	c := p.callers.conns[callerConnKey{backend: backend, identity: caller}]
+	c := p.callers.conns[k]
+	if parked := p.callers.parked[k]; parked != nil {
+		delete(parked, uri)
+	}
 	p.callers.mu.Unlock()
 	if c == nil {
 		return nil
 	}
+	c.note(uri, false)
 	c.mu.Lock()
-	delete(c.subs, uri)
 	cs := c.cs
 	c.mu.Unlock()
 	if cs == nil {
@@ -123,7 +162,7 @@ func (p *Pool) Unsubscribe(ctx context.Context, backend string, cfg events.Backe
 
 // subscribed reports whether c holds resource subscriptions.
 func (c *backendConn) subscribed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
 	return len(c.subs) > 0
 }

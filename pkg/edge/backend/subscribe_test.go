@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetgate/fleetgate/pkg/auth"
 )
 
 // userResources is a go-sdk backend whose resource inbox://mine is each
@@ -152,5 +154,63 @@ func TestPerCallerSubscriptions(t *testing.T) {
 	}
 	if got := u.subscribed("bob"); len(got) != 0 {
 		t.Fatalf("bob's backend subscriptions: %v", got)
+	}
+}
+
+// At the bound with every session subscribed, a new caller closes a
+// subscribed session: its subscriptions are parked, and its caller's next
+// session subscribes to them again, so that its updates are heard.
+func TestPerCallerSubscriptionsParked(t *testing.T) {
+	f := newExchangeFixture(t, CallerOptions{MaxSessions: 1, Idle: time.Hour})
+	u := &userResources{f: f, servers: map[string]*mcp.Server{}, subs: map[string][]string{}}
+	be := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		user, ok := f.iss.Subject(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if !ok {
+			return nil
+		}
+		return u.server(user)
+	}, nil))
+	t.Cleanup(func() { f.p.CloseAll(); be.Close() })
+	f.cfg.URL = be.URL + "/mcp"
+	heard := make(chan string, 8)
+	f.p.OnResourceUpdated(func(_, caller, _ string) { heard <- caller })
+	alice, bob := f.identity(t, "alice"), f.identity(t, "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.p.Subscribe(WithCaller(ctx, alice), "mail", f.cfg, "inbox://mine"); err != nil {
+		t.Fatal(err)
+	}
+	read := func(id *auth.Identity) {
+		t.Helper()
+		if _, err := Do(WithCaller(ctx, id), f.p, "mail", f.cfg, "resources/read", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+			return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "inbox://mine"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(bob)   // closes alice's session, the only one
+	read(alice) // her next session
+	if got := u.subscribed("alice"); len(got) != 2 || got[1] != "inbox://mine" {
+		t.Fatalf("alice's backend subscriptions: %v, want her next session subscribed again", got)
+	}
+	if err := u.server("alice").ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "inbox://mine"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-heard:
+		if got != CallerKey(alice) {
+			t.Fatalf("update heard for %q", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("alice's update not heard after her session was closed and made again")
+	}
+	// Unsubscribed while parked: the next session does not subscribe.
+	read(bob)
+	if err := f.p.Unsubscribe(ctx, "mail", f.cfg, CallerKey(alice), "inbox://mine"); err != nil {
+		t.Fatal(err)
+	}
+	read(alice)
+	if got := u.subscribed("alice"); len(got) != 2 {
+		t.Fatalf("alice's backend subscriptions: %v after she unsubscribed", got)
 	}
 }

@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
+	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -136,9 +138,10 @@ func (pl *Plane) Subscribe(ctx context.Context, s *session.Session, req *mcp.Sub
 	if uri == "" || len(uri) > sessionstore.MaxSubscriptionURI {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: a URI of 1 to %d bytes", sessionstore.MaxSubscriptionURI)}
 	}
+	x := pl.subscriberOf(ctx, s, req)
 	cur := pl.o.View()
 	entry, ok := cur.Catalog.Resource(uri)
-	cfg, ok := pl.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindResource, uri)
+	cfg, ok := pl.Reachable(cur, entry.Backend, ok, x, policy.KindResource, uri)
 	if !ok {
 		return mcp.ResourceNotFoundError(uri)
 	}
@@ -148,7 +151,10 @@ func (pl *Plane) Subscribe(ctx context.Context, s *session.Session, req *mcp.Sub
 	}
 	caller := ""
 	if cfg.Auth.PerCaller() {
-		id := TokenIdentity(req.GetExtra().TokenInfo)
+		id := TokenIdentity(x.TokenInfo)
+		if id == nil { // the backend acts for each user: no user, no subscription
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe %q: the backend acts for each user, and this request has no verified user", uri)}
+		}
 		caller = backend.CallerKey(id)
 		ctx = backend.WithCaller(ctx, id)
 	}
@@ -164,6 +170,22 @@ func (pl *Plane) Subscribe(ctx context.Context, s *session.Session, req *mcp.Sub
 	}
 	pl.subscriptionsChanged(s)
 	return nil
+}
+
+// subscriberOf is who subscribes: the request's token and headers. A
+// 2026-07-28 subscription, made by the go-sdk from a subscriptions/listen
+// stream, carries none: the stream's request's verified token is in ctx,
+// and the identity is the listen session's (its caller's, by the header
+// or the token).
+func (pl *Plane) subscriberOf(ctx context.Context, s *session.Session, req *mcp.SubscribeRequest) *mcp.RequestExtra {
+	if x := req.GetExtra(); x != nil {
+		return x
+	}
+	x := &mcp.RequestExtra{TokenInfo: goauth.TokenInfoFromContext(ctx), Header: http.Header{}}
+	if pl.o.IdentityHeader != "" && s.Identity() != "" {
+		x.Header.Set(pl.o.IdentityHeader, s.Identity())
+	}
+	return x
 }
 
 // unsubscribe serves resources/unsubscribe of session s.
