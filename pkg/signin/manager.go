@@ -48,6 +48,11 @@ type Options struct {
 	Timeout time.Duration
 	// RedirectURL is the edge's callback URL (CallbackURL).
 	RedirectURL string
+	// Login binds each sign-in to its user's browser (binding.go). nil:
+	// Begin refuses (ErrNoLogin), unless Unbound accepts sign-ins that
+	// any browser may complete (the authorization URL is the backend's).
+	Login   *Login
+	Unbound bool
 	// OnChange is told of each sign-in and sign-out of any edge (from the
 	// bucket's watch): the sessions of identity list again.
 	OnChange func(identity, backend string)

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/policy"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 // Backends with `auth: {type: user_oauth}` act for each user, who signs
@@ -208,6 +209,9 @@ func (pl *Plane) needSignIn(ctx context.Context, c Call, b, url string, a *crede
 		elicitation = "signin-" + rand.Text()
 	}
 	authURL, err := pl.o.SignIns.Begin(ctx, identity, b, url, a, elicitation)
+	if errors.Is(err, signin.ErrNoLogin) {
+		return textReply(fmt.Sprintf("backend %q: per-user sign-in is disabled on this edge: the operator has not configured how to check who completes a sign-in (--signin-client-id)", b), true), true
+	}
 	if err != nil {
 		pl.o.Log.Warn().Str("backend", b).Err(err).Msg("sign-in could not begin")
 		return textReply(fmt.Sprintf("backend %q: sign-in unavailable: its authorization server could not be reached or is unusable", b), true), true
