@@ -211,7 +211,8 @@ var urlPattern = regexp.MustCompile(`https?://\S+`)
 // the fleet's issuer (idp) as fleetUser and at the backend's (as) as
 // docsUser (issuertest's stand-in for a login page).
 type browser struct {
-	hc *http.Client
+	hc   *http.Client
+	last *url.URL // the URL of the last page open answered
 }
 
 func (sf *signInFleet) browser(t testing.TB, fleetUser, docsUser string) *browser {
@@ -251,6 +252,7 @@ func (b *browser) open(t testing.TB, u string) (int, string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	b.last = resp.Request.URL
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode, string(body)
 }
