@@ -171,14 +171,14 @@ func TestSignInCallbackNeedsBinding(t *testing.T) {
 // fleet issuer refuses sign-ins (they could not be bound), saying why;
 // with Unbound it hands out the backend's authorization URL directly.
 func TestSignInRefusedWithoutFleetClient(t *testing.T) {
-	sf := startSignInFleetWith(t, "", func(o *SignInOptions) { o.LoginClientID = "" })
+	sf := startSignInFleetWith(t, "", func(o *Options) { o.SignIns.LoginClientID = "" })
 	alice := sf.user(t, "alice")
 	res := alice.call(t, "docs_sign_in", nil)
 	if !res.IsError || !strings.Contains(text(res), "disabled") || urlPattern.MatchString(text(res)) {
 		t.Fatalf("sign_in without a fleet client: %q", text(res))
 	}
 
-	sf = startSignInFleetWith(t, "", func(o *SignInOptions) { o.LoginClientID, o.Unbound = "", true })
+	sf = startSignInFleetWith(t, "", func(o *Options) { o.SignIns.LoginClientID, o.SignIns.Unbound = "", true })
 	bob := sf.user(t, "bob")
 	u := urlPattern.FindString(text(bob.call(t, "docs_sign_in", nil)))
 	if !strings.HasPrefix(u, sf.as.AuthorizeURL()) {

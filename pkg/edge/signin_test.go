@@ -115,9 +115,9 @@ func startSignInFleet(t testing.TB, before string) *signInFleet {
 // signInClient is the edges' client at the fleet's issuer.
 const signInClient = "fleet-edge"
 
-// startSignInFleetWith is startSignInFleet, its edges' SignInOptions
-// changed by signIns.
-func startSignInFleetWith(t testing.TB, before string, signIns func(*SignInOptions)) *signInFleet {
+// startSignInFleetWith is startSignInFleet, its edges' Options changed
+// by more.
+func startSignInFleetWith(t testing.TB, before string, more func(*Options)) *signInFleet {
 	t.Helper()
 	f := newSharedFleet(t)
 	sf := &signInFleet{idp: issuertest.New(t, nil), as: issuertest.New(t, nil)}
@@ -136,8 +136,8 @@ func startSignInFleetWith(t testing.TB, before string, signIns func(*SignInOptio
 		o.IdentityHeader = ""
 		o.Auth = &AuthOptions{Issuer: sf.idp.URL(), Audience: signInAudience, ResourceURL: signInAudience, HTTPClient: sf.idp.Client()}
 		o.SignIns = &SignInOptions{JetStream: f.js, Key: key, HTTPClient: &http.Client{}, LoginClientID: signInClient}
-		if signIns != nil {
-			signIns(o.SignIns)
+		if more != nil {
+			more(o)
 		}
 	}
 	sf.key = key
