@@ -54,6 +54,16 @@ func TestBinding(t *testing.T) {
 	if _, err := k.OpenLogin(cookie, now); !errors.Is(err, ErrMalformed) {
 		t.Errorf("a cookie as a login state: %v", err)
 	}
+	resume, _ := k.SealResume(Resume{Identity: "https://idp alice", Backend: "docs", Elicitation: "x", Expires: exp})
+	if r, err := k.OpenResume(resume, now); err != nil || r.Backend != "docs" {
+		t.Errorf("open resume: %+v %v", r, err)
+	}
+	if _, err := k.OpenResume(resume, now.Add(time.Hour)); !errors.Is(err, ErrExpired) {
+		t.Errorf("an expired resume state: %v", err)
+	}
+	if _, err := k.OpenResume(bindingPrefix+strings.TrimPrefix(resume, resumePrefix), now); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a resume state as a cookie: %v", err)
+	}
 	p := Pending{Identity: "https://idp alice", Bind: "s1"}
 	for _, c := range []struct {
 		b    Binding
@@ -76,10 +86,13 @@ func FuzzOpenBinding(f *testing.F) {
 	k, _ := NewKey([]byte(strings.Repeat("k", 32)))
 	sb := Binding{Identity: "i s", Bind: "b", Expires: 1 << 40}
 	sl := LoginState{State: "fs1.x", Verifier: "v", Nonce: "n", Expires: 1 << 40}
+	sr := Resume{Identity: "i s", Backend: "b", Elicitation: "x", Expires: 1 << 40}
 	s, _ := k.SealBinding(sb)
 	l, _ := k.SealLogin(sl)
+	r, _ := k.SealResume(sr)
 	f.Add(s)
 	f.Add(l)
+	f.Add(r)
 	f.Add("fb1.AAAA")
 	f.Fuzz(func(t *testing.T, v string) {
 		if b, err := k.OpenBinding(v, time.Unix(0, 0)); err == nil && b != sb {
@@ -87,6 +100,9 @@ func FuzzOpenBinding(f *testing.F) {
 		}
 		if ls, err := k.OpenLogin(v, time.Unix(0, 0)); err == nil && ls != sl {
 			t.Fatal("opened a login state it did not seal")
+		}
+		if r, err := k.OpenResume(v, time.Unix(0, 0)); err == nil && r != sr {
+			t.Fatal("opened a resume state it did not seal")
 		}
 	})
 }

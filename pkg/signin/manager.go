@@ -93,6 +93,7 @@ type Manager struct {
 	clients   map[string]string // registered client ids by registration endpoint
 	refreshes int
 	ready     chan struct{} // closed once the watch delivered the bucket's content
+	changed   chan struct{} // closed (and replaced) at each sign-in held: Wait
 }
 
 // Open returns the sign-ins of options o; Run attaches the bucket.
@@ -116,7 +117,7 @@ func Open(o Options) *Manager {
 		o.OnChange = func(string, string) {}
 	}
 	return &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, backends: map[string]discovered{},
-		clients: map[string]string{}, ready: make(chan struct{})}
+		clients: map[string]string{}, ready: make(chan struct{}), changed: make(chan struct{})}
 }
 
 // The sign-in bucket's bounds: BucketMaxBytes in all (within the 64 MiB
@@ -255,6 +256,7 @@ func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
 	}
 	fresh := e.sealed == nil
 	e.sealed, e.rev = u.Value(), u.Revision()
+	m.signal()
 	m.mu.Unlock()
 	if fresh && notify {
 		m.o.OnChange(r.Identity, r.Backend)

@@ -129,6 +129,7 @@ func (m *Manager) store(ctx context.Context, r Record, access tokenexchange.Toke
 	if rev > e.rev {
 		e.sealed, e.rev = sealed, rev
 	}
+	m.signal()
 	e.access, e.until = access, tokenexchange.UseUntil(access, start, time.Time{})
 	return nil
 }
