@@ -35,9 +35,9 @@ const maxInputResponses = 64 << 10
 type resumeOutcome int
 
 const (
-	notResumed resumeOutcome = iota // no state of a sign-in request
-	resumedSignedIn                 // the user signed in: forward the call
-	resumedPending                  // declined, or not signed in in time
+	notResumed      resumeOutcome = iota // no state of a sign-in request
+	resumedSignedIn                      // the user signed in: forward the call
+	resumedPending                       // declined, or not signed in in time
 )
 
 // resumeSignIn takes a retry of a call that was answered with a sign-in
