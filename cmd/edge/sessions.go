@@ -145,9 +145,7 @@ func (c *sessionConfig) signIns(js jetstream.JetStream) (*edge.SignInOptions, er
 // when they are not.
 func (c *sessionConfig) warnSignIns(log *zerolog.Logger, issuer string) {
 	switch {
-	case c.noSignIns:
-	case issuer == "":
-		log.Info().Msg("user_oauth sign-ins cannot begin: the edge has no -auth-issuer to identify callers")
+	case c.noSignIns, issuer == "": // no sign-in can begin: a caller without a verified token is told why
 	case c.signInClient != "":
 		log.Info().Str("issuer", issuer).Msg("user_oauth sign-ins are bound to their users' browsers (-signin-client-id)")
 	case c.signInUnbound:

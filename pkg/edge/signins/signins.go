@@ -3,11 +3,14 @@
 // browser comes back to, the admin call that revokes a sign-in
 // fleet-wide, and the sessions told when a sign-in changes.
 //
-// The edge is the OAuth client. A user's browser comes back to the
-// callback, signin.CallbackPath on the MCP listener (any edge of the
-// fleet: the state is sealed under the key every edge shares), which
-// redeems the code and stores the sealed refresh token in the bucket
-// every edge watches. Each sign-in and sign-out of any edge tells the
+// The edge is the OAuth client. The URL a user is given is
+// signin.StartPath on the MCP listener, where the browser logs in at the
+// fleet's own issuer and must be the user who asked (browser.go); a
+// cookie binds it to that user and sign-in. The browser comes back to the
+// callback, signin.CallbackPath (any edge of the fleet: the states and
+// the cookie are sealed under the key every edge shares), which requires
+// the cookie, redeems the code and stores the sealed refresh token in the
+// bucket every edge watches. Each sign-in and sign-out of any edge tells the
 // user's sessions here to list again (list_changed); DELETE /v1/signins
 // on the admin API revokes a user's sign-in fleet-wide.
 package signins
