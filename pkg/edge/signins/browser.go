@@ -20,15 +20,33 @@ import (
 // whose callback requires the cookie. A refusal is a page that names the
 // reason only (never a state, code, token or cookie) and stores nothing.
 
-// CookieName is the cookie of the browser binding, sent to /oauth/ only.
-const CookieName = "fleetgate_signin"
+// CookieName is the cookie of the browser binding (http public URL),
+// sent to /oauth/ only; SecureCookieName with an https public URL: a
+// __Host- cookie (Secure, Path=/, no Domain), which no sibling host can
+// set in the browser.
+const (
+	CookieName       = "fleetgate_signin"
+	SecureCookieName = "__Host-fleetgate_signin"
+)
 
-// cookiePath scopes the cookie to the sign-in routes.
-const cookiePath = "/oauth/"
+// cookieName and cookiePath are the binding cookie's of wb.
+func (wb *Web) cookieName() string {
+	if wb.secure {
+		return SecureCookieName
+	}
+	return CookieName
+}
+
+func (wb *Web) cookiePath() string {
+	if wb.secure {
+		return "/"
+	}
+	return "/oauth/"
+}
 
 // setCookie sets the binding cookie (v "" clears it) until expires.
 func (wb *Web) setCookie(w http.ResponseWriter, v string, expires time.Time) {
-	c := &http.Cookie{Name: CookieName, Value: v, Path: cookiePath, HttpOnly: true, Secure: wb.secure,
+	c := &http.Cookie{Name: wb.cookieName(), Value: v, Path: wb.cookiePath(), HttpOnly: true, Secure: wb.secure,
 		SameSite: http.SameSiteLaxMode}
 	if v == "" {
 		c.MaxAge = -1
@@ -40,8 +58,8 @@ func (wb *Web) setCookie(w http.ResponseWriter, v string, expires time.Time) {
 
 // cookie is the request's binding cookie ("" for none or one over the
 // bound: r.Cookie parses only the header, which the server bounds).
-func cookie(r *http.Request) string {
-	c, err := r.Cookie(CookieName)
+func (wb *Web) cookie(r *http.Request) string {
+	c, err := r.Cookie(wb.cookieName())
 	if err != nil || len(c.Value) > signin.MaxCookie {
 		return ""
 	}
@@ -114,7 +132,7 @@ func (wb *Web) ServeLogin(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Sign-in was not completed: the fleet's authorization server answered "+clipWord(oauthErr)+".")
 		return
 	}
-	authURL, bound, p, err := wb.o.Manager.Login(r.Context(), q.Get("state"), q.Get("code"), cookie(r))
+	authURL, bound, p, err := wb.o.Manager.Login(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r))
 	if err != nil {
 		wb.refuse(w, err, "fleet login")
 		return

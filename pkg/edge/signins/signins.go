@@ -148,7 +148,7 @@ func (wb *Web) ServeCallback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Sign-in was not completed: the authorization server answered "+clipWord(oauthErr)+".")
 		return
 	}
-	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), cookie(r), wb.clientSecretOf)
+	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r), wb.clientSecretOf)
 	if err != nil {
 		wb.refuse(w, err, "callback")
 		return
