@@ -138,8 +138,11 @@ func hostPort(t *testing.T, u string) string {
 // TestUserOAuthNeverLeaks: a user_oauth backend (no client_id: the edge
 // registers itself) is probed by the controller with its probe-only
 // header (healthy), and reached through an edge binary by a user who
-// signs in with the tool, then is revoked by the admin API. No access
-// token, refresh token, authorization code, caller token or probe key
+// signs in with the tool (through the fleet login that binds the sign-in
+// to the user's browser), then is revoked by the admin API. No access
+// token, refresh token, authorization code (the backend's and the fleet
+// login's), the fleet login's tokens, the binding cookie, caller token or
+// probe key
 // appears in any event, stored stream message (the sign-in bucket holds
 // the refresh token sealed), /v1/state, /v1/events, audit export, log
 // line, /metrics, /v1/sessions or client reply, and the sign-in state
@@ -235,6 +238,11 @@ health:
 	secrets := []string{aliceTok, probeKey, code, grants[0].Access, grants[0].Refresh}
 	secrets = append(secrets, as.Refreshed()...)
 	secrets = append(secrets, held...)
+	if g := idp.CodeGrants(); len(g) != 1 || !g[0].Verified || g[0].User != "alice" {
+		t.Fatalf("fleet logins %+v", g)
+	} else {
+		secrets = append(secrets, g[0].Access, g[0].Refresh) // the fleet login's tokens, the edge's alone
+	}
 	surfaces := map[string]string{
 		"client replies":               strings.Join(replies, "\n"),
 		"/v1/state":                    get(t, ctlAdmin+"/v1/state"),
