@@ -42,11 +42,12 @@ func (pl *Plane) findTool(served *view.Served, x *mcp.RequestExtra, args json.Ra
 		return res
 	}
 	query, limit, _ := parseFindArgs(args) // valid: FindTool took them
+	visible, ok := res.StructuredContent.(json.RawMessage)
 	all, err := pv.Index.FindAt(query, limit, rev)
-	if err != nil {
+	if !ok || err != nil {
 		return res
 	}
-	body, err := mergeSignIns(res.StructuredContent.(json.RawMessage), all, pv, signIn, query, limit)
+	body, err := mergeSignIns(visible, all, pv, signIn, query, limit)
 	if err != nil {
 		pl.o.Log.Warn().Err(err).Msg("find_tool: the sign-in tools not merged")
 		return res
