@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -76,36 +77,72 @@ func (pb *protectedBackend) saw(tok string) bool {
 
 var authURLPattern = regexp.MustCompile(`https?://\S+`)
 
-// signInBrowser opens the authorization URL in reply as user at the
-// authorization server and then the edge's callback; it returns the
-// authorization code it carried.
-func signInBrowser(t *testing.T, reply, user string) string {
+// signInBrowser is user's browser opening the sign-in URL in reply: the
+// edge's start, the fleet issuer's login as fleetUser (idp), the edge's
+// login, the backend's authorization server as user (as), then the
+// edge's callback (which must answer 200). It returns the backend's
+// authorization code the callback carried and the other secrets the
+// browser held: the fleet login's code and the binding cookie.
+func signInBrowser(t *testing.T, reply, fleetUser, user string, idp, as *issuertest.Issuer) (string, []string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, authURLPattern.FindString(reply), nil)
-	req.Header.Set(issuertest.UserHeader, user)
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Do(req)
+	jar, _ := cookiejar.New(nil)
+	users := map[string]string{hostPort(t, idp.URL()): fleetUser, hostPort(t, as.URL()): user}
+	var code string
+	var held []string
+	hc := &http.Client{Jar: jar, Transport: headerByHost(users), CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		switch r.URL.Path {
+		case "/oauth/login":
+			held = append(held, r.URL.Query().Get("code"))
+		case "/oauth/callback":
+			code = r.URL.Query().Get("code")
+			for _, c := range jar.Cookies(r.URL) {
+				held = append(held, c.Value)
+			}
+		}
+		return nil
+	}}
+	resp, err := hc.Get(authURLPattern.FindString(reply))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize answered %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusOK || code == "" {
+		t.Fatalf("sign-in: %d at %s", resp.StatusCode, resp.Request.URL.Path)
 	}
-	cb, err := http.Get(loc.String())
-	if err != nil || cb.StatusCode != http.StatusOK {
-		t.Fatalf("callback: %v %v", err, cb)
+	if len(held) != 2 {
+		t.Fatalf("the browser held %d secrets, want the fleet login's code and the cookie", len(held))
 	}
-	cb.Body.Close()
-	return loc.Query().Get("code")
+	return code, held
+}
+
+// headerByHost sets issuertest's user header to the user of each host.
+type headerByHost map[string]string
+
+func (h headerByHost) RoundTrip(r *http.Request) (*http.Response, error) {
+	if u, ok := h[r.URL.Host]; ok {
+		r = r.Clone(r.Context())
+		r.Header.Set(issuertest.UserHeader, u)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func hostPort(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Host
 }
 
 // TestUserOAuthNeverLeaks: a user_oauth backend (no client_id: the edge
 // registers itself) is probed by the controller with its probe-only
 // header (healthy), and reached through an edge binary by a user who
-// signs in with the tool, then is revoked by the admin API. No access
-// token, refresh token, authorization code, caller token or probe key
+// signs in with the tool (through the fleet login that binds the sign-in
+// to the user's browser), then is revoked by the admin API. No access
+// token, refresh token, authorization code (the backend's and the fleet
+// login's), the fleet login's tokens, the binding cookie, caller token or
+// probe key
 // appears in any event, stored stream message (the sign-in bucket holds
 // the refresh token sealed), /v1/state, /v1/events, audit export, log
 // line, /metrics, /v1/sessions or client reply, and the sign-in state
@@ -163,20 +200,20 @@ health:
 	mcpURL := "http://" + listen + "/mcp"
 	edgeProc := startLoggedProc(t, "edge", nil, "--nats-url", node.ClientURL(), "--listen", listen, "--admin-listen", edgeAdmin,
 		"--id", "uo-edge", "--log-format", "json", "--call-timeout", "5s", "--auth-issuer", idp.URL(),
-		"--signin-key-file", keyFile, "--public-url", "http://"+listen, "--credential-dir", dir)
+		"--signin-key-file", keyFile, "--public-url", "http://"+listen, "--credential-dir", dir, "--signin-client-id", "fleet-edge")
 	waitEdgeReady(t, edgeAdmin)
 	aliceTok := idp.Mint(idp.Claims("alice", mcpURL))
 	alice := bearerClient(t, mcpURL, aliceTok)
 	eventually(t, 20*time.Second, "the edge serves docs' sign-in tool", func() bool { return slices.Contains(alice.tools(t), "docs_sign_in") })
 	var replies []string
 	res, err := alice.call("docs_sign_in", nil)
-	if err != nil || !strings.Contains(text(res), as.AuthorizeURL()) {
+	if err != nil || !strings.Contains(text(res), "http://"+listen+"/oauth/start?state=") {
 		t.Fatalf("sign_in: %v %q", err, text(res))
 	}
 	replies = append(replies, text(res))
 	authURL, _ := url.Parse(authURLPattern.FindString(text(res)))
 	state := authURL.Query().Get("state") // the user's to hold, no other surface's
-	code := signInBrowser(t, text(res), "alice@docs")
+	code, held := signInBrowser(t, text(res), "alice", "alice@docs", idp, as)
 	if res, err = alice.call("docs_whoami", nil); err != nil || res.IsError || text(res) != "alice@docs" {
 		t.Fatalf("whoami: %v %q", err, text(res))
 	}
@@ -200,6 +237,12 @@ health:
 
 	secrets := []string{aliceTok, probeKey, code, grants[0].Access, grants[0].Refresh}
 	secrets = append(secrets, as.Refreshed()...)
+	secrets = append(secrets, held...)
+	if g := idp.CodeGrants(); len(g) != 1 || !g[0].Verified || g[0].User != "alice" {
+		t.Fatalf("fleet logins %+v", g)
+	} else {
+		secrets = append(secrets, g[0].Access, g[0].Refresh) // the fleet login's tokens, the edge's alone
+	}
 	surfaces := map[string]string{
 		"client replies":               strings.Join(replies, "\n"),
 		"/v1/state":                    get(t, ctlAdmin+"/v1/state"),

@@ -248,6 +248,7 @@ func run(ctx context.Context, c *config) error {
 	if opts.SignIns, err = c.sessions.signIns(js); err != nil {
 		return err
 	}
+	c.sessions.warnSignIns(&log, c.access.issuer)
 	// The restart backoff of the edge's instances is capped at the
 	// controller's default probe interval.
 	if opts.Stdio, err = c.stdio.Host(&log, reg, health.DefaultInterval); err != nil {

@@ -51,6 +51,9 @@ func TestParse(t *testing.T) {
 		{[]string{"--public-url", "mcp.example.com"}, nil, "-public-url"},
 		{[]string{"--public-url", "https://u:p@mcp.example.com"}, nil, "-public-url"},
 		{[]string{"--public-url", "https://mcp.example.com/?x=1"}, nil, "-public-url"},
+		{[]string{"--signin-client-secret-file", "/run/secrets/s"}, nil, "-signin-client-secret-file"},
+		{[]string{"--signin-client-id", "c", "--signin-unbound"}, nil, "-signin-unbound"},
+		{[]string{"--signin-client-id", "two words"}, nil, "-signin-client-id"},
 	} {
 		_, err := parse(tc.args, env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/edge/inputstate"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
@@ -36,6 +37,9 @@ type sessionConfig struct {
 	signInKey      string // a file
 	publicURL      string
 	noSignIns      bool
+	signInClient   string // the edge's client id at -auth-issuer
+	signInSecret   string // a file
+	signInUnbound  bool
 }
 
 func (c *sessionConfig) flags(fs *flag.FlagSet) {
@@ -53,6 +57,12 @@ func (c *sessionConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.publicURL, "public-url", "",
 		"the edge's base URL as users' browsers reach it (e.g. https://mcp.example.com): user_oauth sign-ins redirect to it + "+signin.CallbackPath+"; empty: http://<-listen> (extension)")
 	fs.BoolVar(&c.noSignIns, "no-signins", false, "keep no per-user sign-ins: user_oauth backends' calls fail and no sign-in tool is shown (extension)")
+	fs.StringVar(&c.signInClient, "signin-client-id", "",
+		"the edge's OAuth client id at -auth-issuer (authorization code with PKCE, redirect URI <-public-url>"+signin.LoginPath+"): a user's browser signs in there before a user_oauth sign-in, which is completed only when its user (iss, sub) is the MCP caller who asked for it; empty: user_oauth sign-ins are refused unless -signin-unbound (extension)")
+	fs.StringVar(&c.signInSecret, "signin-client-secret-file", "",
+		"file holding the client secret of -signin-client-id, for a confidential client; empty: a public client (extension)")
+	fs.BoolVar(&c.signInUnbound, "signin-unbound", false,
+		"accept user_oauth sign-ins without -signin-client-id: whoever opens a sign-in URL completes it for the MCP caller who asked for it (a user lured into opening another's URL links their backend account to that caller); for demos and tests only (extension)")
 	fs.StringVar(&c.ownerKey, "session-owner-key-file", "",
 		"file holding the secret (at least 32 bytes) that keys the owner hash of session records and the call trail; every edge of the fleet must be given the same one; records an edge without it wrote stay their owner's and are rewritten keyed when another edge takes them over; empty: the unkeyed hash, which anyone who knows an identity can compute (extension)")
 }
@@ -114,7 +124,11 @@ func (c *sessionConfig) signIns(js jetstream.JetStream) (*edge.SignInOptions, er
 	if c.noSignIns {
 		return nil, nil
 	}
-	o := &edge.SignInOptions{JetStream: js, PublicURL: strings.TrimSuffix(c.publicURL, "/")}
+	o := &edge.SignInOptions{JetStream: js, PublicURL: strings.TrimSuffix(c.publicURL, "/"), LoginClientID: c.signInClient,
+		Unbound: c.signInUnbound && c.signInClient == ""}
+	if c.signInSecret != "" {
+		o.LoginClientSecret = credential.Ref{File: c.signInSecret}
+	}
 	secret, err := readKeyFile("signin-key-file", c.signInKey)
 	if err != nil {
 		return nil, err
@@ -125,6 +139,21 @@ func (c *sessionConfig) signIns(js jetstream.JetStream) (*edge.SignInOptions, er
 		}
 	}
 	return o, nil
+}
+
+// warnSignIns tells the log how user_oauth sign-ins are bound: loudly
+// when they are not.
+func (c *sessionConfig) warnSignIns(log *zerolog.Logger, issuer string) {
+	switch {
+	case c.noSignIns, issuer == "": // no sign-in can begin: a caller without a verified token is told why
+	case c.signInClient != "":
+		log.Info().Str("issuer", issuer).Msg("user_oauth sign-ins are bound to their users' browsers (-signin-client-id)")
+	case c.signInUnbound:
+		log.Error().Msg("UNBOUND user_oauth sign-ins accepted (-signin-unbound): whoever opens a sign-in URL completes it for the caller who asked for it; " +
+			"give the edge -signin-client-id (a client at -auth-issuer) in production")
+	default:
+		log.Warn().Msg("user_oauth sign-ins are refused: the edge has no -signin-client-id to check who completes a sign-in (or -signin-unbound to accept unchecked ones)")
+	}
 }
 
 func (c *sessionConfig) check() error {
@@ -141,6 +170,12 @@ func (c *sessionConfig) check() error {
 		return fmt.Errorf("invalid value %q for flag -identity-header: want a header name", c.identityHeader)
 	case c.auditArguments && c.noAudit:
 		return errors.New("invalid flags: -audit-arguments with -no-call-trail")
+	case c.signInSecret != "" && c.signInClient == "":
+		return errors.New("invalid flags: -signin-client-secret-file needs -signin-client-id")
+	case c.signInClient != "" && (c.signInUnbound || c.noSignIns):
+		return errors.New("invalid flags: -signin-client-id with -signin-unbound or -no-signins")
+	case len(c.signInClient) > 256 || strings.ContainsFunc(c.signInClient, func(r rune) bool { return r < 0x21 || r > 0x7e }):
+		return fmt.Errorf("invalid value for flag -signin-client-id: want at most 256 visible ASCII characters")
 	}
 	return nil
 }

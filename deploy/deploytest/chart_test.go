@@ -781,10 +781,12 @@ func TestSessionOwnerKeyAndProxies(t *testing.T) {
 
 // TestSignInKeyShared: every edge is given one sign-in key
 // (--signin-key-file) from a Secret only edges mount, random and long
-// enough when the values name none; --public-url only when given.
+// enough when the values name none; --public-url and --signin-client-id
+// only when given.
 func TestSignInKeyShared(t *testing.T) {
 	c := newCreds(t)
-	o := mustRender(t, renderOpts{values: merge(c.values(), set("edge.publicURL", "https://mcp.example.com")), stubNATS: true})
+	o := mustRender(t, renderOpts{values: merge(c.values(), set("edge.publicURL", "https://mcp.example.com"),
+		set("edge.signInClientID", "fleet-edge")), stubNATS: true})
 	var secretName string
 	for wl, p := range o.podSpecs() {
 		for _, v := range p.Spec.Volumes {
@@ -799,8 +801,9 @@ func TestSignInKeyShared(t *testing.T) {
 			continue
 		}
 		args := strings.Join(p.Spec.Containers[0].Args, " ")
-		if !strings.Contains(args, "--signin-key-file=/etc/fleetgate/signin/key") || !strings.Contains(args, "--public-url=https://mcp.example.com") {
-			t.Errorf("edge args %s: no --signin-key-file or --public-url", args)
+		if !strings.Contains(args, "--signin-key-file=/etc/fleetgate/signin/key") || !strings.Contains(args, "--public-url=https://mcp.example.com") ||
+			!strings.Contains(args, "--signin-client-id=fleet-edge") {
+			t.Errorf("edge args %s: no --signin-key-file, --public-url or --signin-client-id", args)
 		}
 	}
 	s := o.secret(secretName)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/signins"
-
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -142,11 +140,7 @@ func (e *Edge) adminHandler() http.Handler {
 	mux.HandleFunc("GET /v1/view", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, e.View())
 	})
-	revoke := signins.Absent(true)
-	if e.signInWeb != nil {
-		revoke = e.signInWeb.ServeRevoke
-	}
-	mux.HandleFunc("DELETE /v1/signins", revoke) // package signins
+	mux.HandleFunc("DELETE /v1/signins", e.signInWeb.ServeRevoke) // package signins (a nil Web: 404)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(e.m.reg, promhttp.HandlerOpts{}))
 	return mux
 }

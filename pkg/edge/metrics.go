@@ -79,7 +79,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		slowDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_slow_clients_dropped_total",
 			Help: "MCP connections cut because the client took no part of a response or stream write within Options.WriteTimeout."}),
 		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_signins_total",
-			Help: "Sign-in callbacks and revocations of user_oauth backends, by outcome (completed, refused, failed, revoked)."}, []string{"outcome"}),
+			Help: "Sign-in pages and revocations of user_oauth backends, by outcome (completed, refused, failed, revoked; other_user, unbound: a browser refused)."}, []string{"outcome"}),
 		signInChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_signin_changes_total",
 			Help: "Sign-ins and sign-outs of user_oauth backends heard from the sign-in bucket (any edge): each makes the user's sessions here list again."}),
 	}

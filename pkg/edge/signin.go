@@ -17,7 +17,7 @@ func openSignIns(e *Edge) (*signin.Manager, *signins.Web) {
 	if e.opts.SignIns == nil {
 		return nil, nil
 	}
-	return signins.Open(e.opts.SignIns, e.mcpLn.Addr().String(), signins.Options{Sessions: e.reg, Log: e.log,
+	return signins.Open(e.opts.SignIns, e.mcpLn.Addr().String(), signins.Options{Sessions: e.reg, Log: e.log, Fleet: e.bearer.Fleet(),
 		Owner: e.opts.OwnerKey.Hash, Outcomes: e.m.signIns, Changes: e.m.signInChanges, Dropped: e.m.notifyDropped,
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]

@@ -32,7 +32,7 @@ func BenchmarkSignIn(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			if code := browse(b, u.call(b, "docs_sign_in", nil), "rt@docs"); code != http.StatusOK {
+			if code := sf.browse(b, u.call(b, "docs_sign_in", nil), name+"@docs"); code != http.StatusOK {
 				b.Fatalf("callback %d", code)
 			}
 		}
@@ -42,7 +42,7 @@ func BenchmarkSignIn(b *testing.B) {
 		for i := range users {
 			name := fresh()
 			users[i] = sf.user(b, name)
-			if code := browse(b, users[i].call(b, "docs_sign_in", nil), name+"@docs"); code != http.StatusOK {
+			if code := sf.browse(b, users[i].call(b, "docs_sign_in", nil), name+"@docs"); code != http.StatusOK {
 				b.Fatalf("callback %d", code)
 			}
 		}
@@ -56,7 +56,7 @@ func BenchmarkSignIn(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		name := fresh()
 		u := sf.user(b, name)
-		browse(b, u.call(b, "docs_sign_in", nil), name+"@docs")
+		sf.browse(b, u.call(b, "docs_sign_in", nil), name+"@docs")
 		u.call(b, "docs_whoami", nil)
 		b.ResetTimer()
 		for range b.N {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -103,9 +104,20 @@ type signInFleet struct {
 	docs    *docsBackend
 	a, b    *recordEdge
 	proxy   *switchProxy
+	key     *signin.Key
 }
 
 func startSignInFleet(t testing.TB, before string) *signInFleet {
+	t.Helper()
+	return startSignInFleetWith(t, before, nil)
+}
+
+// signInClient is the edges' client at the fleet's issuer.
+const signInClient = "fleet-edge"
+
+// startSignInFleetWith is startSignInFleet, its edges' Options changed
+// by more.
+func startSignInFleetWith(t testing.TB, before string, more func(*Options)) *signInFleet {
 	t.Helper()
 	f := newSharedFleet(t)
 	sf := &signInFleet{idp: issuertest.New(t, nil), as: issuertest.New(t, nil)}
@@ -122,9 +134,13 @@ func startSignInFleet(t testing.TB, before string) *signInFleet {
 	f.health("default", "docs", true)
 	tweak := func(o *Options) {
 		o.IdentityHeader = ""
-		o.Auth = &AuthOptions{Issuer: sf.idp.URL(), Audience: signInAudience, HTTPClient: sf.idp.Client()}
-		o.SignIns = &SignInOptions{JetStream: f.js, Key: key, HTTPClient: &http.Client{}}
+		o.Auth = &AuthOptions{Issuer: sf.idp.URL(), Audience: signInAudience, ResourceURL: signInAudience, HTTPClient: sf.idp.Client()}
+		o.SignIns = &SignInOptions{JetStream: f.js, Key: key, HTTPClient: &http.Client{}, LoginClientID: signInClient}
+		if more != nil {
+			more(o)
+		}
 	}
+	sf.key = key
 	sf.a = startRecordEdge(t, f, "edge-a", nil, tweak)
 	sf.b = startRecordEdge(t, f, "edge-b", nil, tweak)
 	<-sf.a.signIns.Ready() // the sign-in bucket attached and read
@@ -191,23 +207,93 @@ func (c *client) waitSignal(t testing.TB, n int64) {
 
 var urlPattern = regexp.MustCompile(`https?://\S+`)
 
-// browse is the user's browser: it opens the authorization URL in res's
-// text as asUser at the authorization server and follows the redirect to
-// the edge's callback; it returns the callback's status.
-func browse(t testing.TB, res *mcp.CallToolResult, asUser string) int {
+// browser is a user's web browser: it keeps cookies and signs in at
+// the fleet's issuer (idp) as fleetUser and at the backend's (as) as
+// docsUser (issuertest's stand-in for a login page).
+type browser struct {
+	hc   *http.Client
+	last *url.URL // the URL of the last page open answered
+}
+
+func (sf *signInFleet) browser(t testing.TB, fleetUser, docsUser string) *browser {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]string{hostOf(sf.idp.URL()): fleetUser, hostOf(sf.as.URL()): docsUser}
+	rt := roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		if u, ok := users[r.URL.Host]; ok && u != "" {
+			r.Header.Set(issuertest.UserHeader, u)
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	return &browser{hc: &http.Client{Jar: jar, Transport: rt}}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		panic(err)
+	}
+	return p.Host
+}
+
+// open GETs u following redirects; it returns the last status and page.
+func (b *browser) open(t testing.TB, u string) (int, string) {
+	t.Helper()
+	resp, err := b.hc.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b.last = resp.Request.URL
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, string(body)
+}
+
+// upTo GETs u following redirects until one leads to a URL whose path
+// is path, which it returns without opening.
+func (b *browser) upTo(t testing.TB, u, path string) string {
+	t.Helper()
+	hc := *b.hc
+	var stop string
+	hc.CheckRedirect = func(r *http.Request, _ []*http.Request) error {
+		if r.URL.Path == path {
+			stop = r.URL.String()
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	resp, err := hc.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if stop == "" {
+		t.Fatalf("no redirect to %s (last status %d)", path, resp.StatusCode)
+	}
+	return stop
+}
+
+// browse is the user's browser opening the sign-in URL in res's text:
+// it signs in at the fleet's issuer as the user of asUser (before "@"),
+// then at the backend's authorization server as asUser, and comes back
+// to the edge's callback; it returns the last status.
+func (sf *signInFleet) browse(t testing.TB, res *mcp.CallToolResult, asUser string) int {
 	t.Helper()
 	u := urlPattern.FindString(text(res))
 	if u == "" {
 		t.Fatalf("no URL in %q", text(res))
 	}
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	req.Header.Set(issuertest.UserHeader, asUser)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	fleetUser, _, _ := strings.Cut(asUser, "@")
+	code, _ := sf.browser(t, fleetUser, asUser).open(t, u)
+	return code
 }
 
 // TestSignInTwoUsersMoveRevoke: before signing in, a user sees docs as
@@ -231,7 +317,7 @@ func TestSignInTwoUsersMoveRevoke(t *testing.T) {
 		t.Fatalf("call before sign-in: %q", text(res))
 	}
 	n := alice.changed.Load()
-	if code := browse(t, alice.call(t, "docs_sign_in", nil), "alice@docs"); code != http.StatusOK {
+	if code := sf.browse(t, alice.call(t, "docs_sign_in", nil), "alice@docs"); code != http.StatusOK {
 		t.Fatalf("callback %d", code)
 	}
 	alice.waitSignal(t, n+1)
@@ -241,7 +327,7 @@ func TestSignInTwoUsersMoveRevoke(t *testing.T) {
 	if names := bob.toolNames(t); names["docs_whoami"] {
 		t.Fatalf("bob sees alice's sign-in: %v", names)
 	}
-	if code := browse(t, bob.call(t, "docs_sign_in", nil), "bob@docs"); code != http.StatusOK {
+	if code := sf.browse(t, bob.call(t, "docs_sign_in", nil), "bob@docs"); code != http.StatusOK {
 		t.Fatalf("callback %d", code)
 	}
 	for _, u := range []struct {
@@ -332,7 +418,7 @@ func TestSignInHiddenURLElicitation(t *testing.T) {
 	}
 	n := carol.changed.Load()
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: data.Elicitations[0].URL}}}
-	if code := browse(t, res, "carol@docs"); code != http.StatusOK {
+	if code := sf.browse(t, res, "carol@docs"); code != http.StatusOK {
 		t.Fatalf("callback %d", code)
 	}
 	carol.waitSignal(t, n+1)

@@ -4,8 +4,6 @@ import (
 	"crypto/rand"
 	"net/http"
 
-	"github.com/fleetgate/fleetgate/pkg/edge/signins"
-
 	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/lane"
@@ -41,11 +39,9 @@ func (e *Edge) mcpHandler() http.Handler {
 	if e.bearer != nil { // RFC 9728: where clients learn how to get a token
 		mux.Handle("GET "+e.bearer.MetadataPath(), e.bearer.Metadata())
 	}
-	callback := signins.Absent(false)
-	if e.signInWeb != nil {
-		callback = e.signInWeb.ServeCallback
-	}
-	mux.HandleFunc("GET /oauth/callback", callback) // signin.CallbackPath: per-user sign-in (package signins)
+	mux.HandleFunc("GET /oauth/start", e.signInWeb.ServeStart)       // signin.StartPath: per-user sign-in (package signins;
+	mux.HandleFunc("GET /oauth/login", e.signInWeb.ServeLogin)       // signin.LoginPath: a nil Web answers as an edge
+	mux.HandleFunc("GET /oauth/callback", e.signInWeb.ServeCallback) // signin.CallbackPath: without sign-ins)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range reservedHeaders { // a client may not send the edge's own markers
 			if _, sent := r.Header[h]; sent {

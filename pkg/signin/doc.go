@@ -15,6 +15,16 @@
 //     is sealed (AES-256-GCM under the sign-in key every edge shares) and
 //     carries the caller (iss and sub), the backend, the code verifier and
 //     the client, so that the callback completes on any edge.
+//   - The browser binding (binding.go, login.go): the URL a caller is
+//     given is the edge's StartPath; the browser logs in at the fleet's
+//     own issuer (the edge its client, code with PKCE) and its user must
+//     be the caller the state names; a sealed cookie then binds the
+//     browser to that identity and sign-in, and Complete requires it
+//     before redeeming a code. Without a Login the Manager refuses to
+//     begin sign-ins unless told to accept unbound ones.
+//   - Clients without a session (resume.go): a call answered with a
+//     sign-in request carries a sealed requestState; its retry waits for
+//     the sign-in.
 //   - The token endpoint (client.go): code and refresh grants, dynamic
 //     client registration (RFC 7591) when no client_id is configured.
 //   - Storage (vault.go, store.go): each refresh token sealed under the

@@ -42,7 +42,13 @@ type Pending struct {
 	// Elicitation is the id of the URL-mode elicitation that asked the
 	// user to sign in ("" for none): the client is told it completed.
 	Elicitation string `json:"x,omitempty"`
-	Expires     int64  `json:"e"` // unix seconds
+	// Bind names this sign-in in the browser binding's cookie
+	// (binding.go; "" for an unbound sign-in). AuthEndpoint and Scopes
+	// make the backend's authorization URL once the browser is bound.
+	Bind         string   `json:"n,omitempty"`
+	AuthEndpoint string   `json:"a,omitempty"`
+	Scopes       []string `json:"s,omitempty"`
+	Expires      int64    `json:"e"` // unix seconds
 }
 
 // NewVerifier is a PKCE code verifier (RFC 7636: 43 characters of the

@@ -48,6 +48,11 @@ type Options struct {
 	Timeout time.Duration
 	// RedirectURL is the edge's callback URL (CallbackURL).
 	RedirectURL string
+	// Login binds each sign-in to its user's browser (binding.go). nil:
+	// Begin refuses (ErrNoLogin), unless Unbound accepts sign-ins that
+	// any browser may complete (the authorization URL is the backend's).
+	Login   *Login
+	Unbound bool
 	// OnChange is told of each sign-in and sign-out of any edge (from the
 	// bucket's watch): the sessions of identity list again.
 	OnChange func(identity, backend string)
@@ -88,6 +93,7 @@ type Manager struct {
 	clients   map[string]string // registered client ids by registration endpoint
 	refreshes int
 	ready     chan struct{} // closed once the watch delivered the bucket's content
+	changed   chan struct{} // closed (and replaced) at each sign-in held: Wait
 }
 
 // Open returns the sign-ins of options o; Run attaches the bucket.
@@ -111,7 +117,7 @@ func Open(o Options) *Manager {
 		o.OnChange = func(string, string) {}
 	}
 	return &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, backends: map[string]discovered{},
-		clients: map[string]string{}, ready: make(chan struct{})}
+		clients: map[string]string{}, ready: make(chan struct{}), changed: make(chan struct{})}
 }
 
 // The sign-in bucket's bounds: BucketMaxBytes in all (within the 64 MiB
@@ -250,6 +256,7 @@ func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
 	}
 	fresh := e.sealed == nil
 	e.sealed, e.rev = u.Value(), u.Revision()
+	m.signal()
 	m.mu.Unlock()
 	if fresh && notify {
 		m.o.OnChange(r.Identity, r.Backend)

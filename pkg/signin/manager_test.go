@@ -62,7 +62,7 @@ func newFleet(t testing.TB, now func() time.Time) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	for _, edge := range []string{"a", "b"} {
-		m := Open(Options{Key: key, JetStream: js, RedirectURL: "https://" + edge + ".edge.example/oauth/callback", Now: now,
+		m := Open(Options{Key: key, JetStream: js, Unbound: true, RedirectURL: "https://" + edge + ".edge.example/oauth/callback", Now: now,
 			HTTPClient: &http.Client{}, OnChange: func(id, b string) {
 				f.mu.Lock()
 				f.changes = append(f.changes, edge+" "+id+" "+b)
@@ -141,10 +141,10 @@ func TestSignInAcrossEdges(t *testing.T) {
 		t.Fatalf("authorization URL %s", authURL)
 	}
 	code, state := authorize(t, authURL, "alice")
-	if _, err := f.b.Complete(ctx, state+"x", code, noSecret); !errors.Is(err, ErrRefused) && !errors.Is(err, ErrMalformed) {
+	if _, err := f.b.Complete(ctx, state+"x", code, "", noSecret); !errors.Is(err, ErrRefused) && !errors.Is(err, ErrMalformed) {
 		t.Fatalf("altered state: %v", err)
 	}
-	p, err := f.b.Complete(ctx, state, code, noSecret)
+	p, err := f.b.Complete(ctx, state, code, "", noSecret)
 	if err != nil || p.Identity != alice || p.Backend != "docs" {
 		t.Fatalf("complete: %+v %v", p, err)
 	}
@@ -173,7 +173,7 @@ func TestSignInAcrossEdges(t *testing.T) {
 		t.Fatalf("after expiry: %v (refreshed %d)", err, len(iss.Refreshed()))
 	}
 	// The code is spent.
-	if _, err := f.a.Complete(ctx, state, code, noSecret); err == nil {
+	if _, err := f.a.Complete(ctx, state, code, "", noSecret); err == nil {
 		t.Fatal("a code redeemed twice")
 	}
 	// Sign-out on b ends it on a.
@@ -212,7 +212,7 @@ func TestPKCEVerified(t *testing.T) {
 	}
 	p.Verifier = NewVerifier()
 	forged, _ := f.a.o.Key.SealState(p)
-	if _, err := f.a.Complete(ctx, forged, code, noSecret); err == nil || strings.Contains(err.Error(), code) {
+	if _, err := f.a.Complete(ctx, forged, code, "", noSecret); err == nil || strings.Contains(err.Error(), code) {
 		t.Fatalf("wrong verifier: %v", err)
 	}
 	if g := iss.CodeGrants(); len(g) != 1 || g[0].Verified {
@@ -235,7 +235,7 @@ func TestRefreshRefusedEndsSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, state := authorize(t, authURL, "carol")
-	if _, err := f.a.Complete(ctx, state, code, noSecret); err != nil {
+	if _, err := f.a.Complete(ctx, state, code, "", noSecret); err != nil {
 		t.Fatal(err)
 	}
 	iss.RevokeRefresh("carol")

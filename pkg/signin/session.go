@@ -19,6 +19,9 @@ func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL strin
 	if identity == "" {
 		return "", fmt.Errorf("sign in to backend %q: %w", backend, ErrNoIdentity)
 	}
+	if m.o.Login == nil && !m.o.Unbound {
+		return "", fmt.Errorf("sign in to backend %q: %w", backend, ErrNoLogin)
+	}
 	d, err := m.discover(ctx, backendURL)
 	if err != nil {
 		return "", err
@@ -30,9 +33,15 @@ func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL strin
 	p := Pending{Identity: identity, Backend: backend, Verifier: NewVerifier(), ClientID: c.ID,
 		TokenEndpoint: d.server.TokenEndpoint, Resource: d.resource.Resource, Redirect: m.o.RedirectURL,
 		Elicitation: elicitation, Expires: m.o.Now().Add(StateLifetime).Unix()}
+	if m.o.Login != nil {
+		p.Bind, p.AuthEndpoint, p.Scopes = newID(), d.server.AuthorizationEndpoint, a.Scopes
+	}
 	state, err := m.o.Key.SealState(p)
 	if err != nil {
 		return "", err
+	}
+	if m.o.Login != nil { // the user's browser is bound first (binding.go)
+		return m.o.Login.startURL(state), nil
 	}
 	return AuthorizationURL(d.server.AuthorizationEndpoint, c.ID, p.Redirect, state, p.Verifier, p.Resource, a.Scopes)
 }
@@ -40,15 +49,28 @@ func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL strin
 // ErrNoIdentity: a sign-in needs a verified caller (--auth-issuer).
 var ErrNoIdentity = errors.New("sign-in needs a verified caller (the edge needs --auth-issuer)")
 
-// Complete finishes the sign-in of a callback (its state and code): the
+// Complete finishes the sign-in of a callback (its state and code) to a
+// browser holding cookie (its binding; unused by unbound sign-ins): the
 // code is redeemed with the state's verifier, the refresh token sealed
 // into the bucket and the access token held. secretOf gives the client
 // secret reference configured for the state's backend and client (zero:
-// a public client).
-func (m *Manager) Complete(ctx context.Context, state, code string, secretOf func(backend, clientID string) credential.Ref) (Pending, error) {
-	p, err := m.o.Key.OpenState(state, m.o.Now())
+// a public client). A browser not bound to the state's identity and
+// sign-in is refused (ErrNoBinding, ErrOtherUser) before the code is
+// redeemed.
+func (m *Manager) Complete(ctx context.Context, state, code, cookie string, secretOf func(backend, clientID string) credential.Ref) (Pending, error) {
+	now := m.o.Now()
+	p, err := m.o.Key.OpenState(state, now)
 	if err != nil {
 		return Pending{}, err
+	}
+	if m.o.Login != nil || p.Bind != "" {
+		b, err := m.o.Key.OpenBinding(cookie, now)
+		if err != nil {
+			return Pending{}, fmt.Errorf("callback: %w", ErrNoBinding)
+		}
+		if err := CheckBinding(b, p); err != nil {
+			return Pending{}, fmt.Errorf("callback: %w", err)
+		}
 	}
 	if code == "" || len(code) > tokenexchange.MaxToken {
 		return Pending{}, fmt.Errorf("callback: %w: no usable code", ErrMalformed)
@@ -107,6 +129,7 @@ func (m *Manager) store(ctx context.Context, r Record, access tokenexchange.Toke
 	if rev > e.rev {
 		e.sealed, e.rev = sealed, rev
 	}
+	m.signal()
 	e.access, e.until = access, tokenexchange.UseUntil(access, start, time.Time{})
 	return nil
 }

@@ -1,6 +1,7 @@
 package bearer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/clientaddr"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 // Options make the edge an OAuth 2.1 resource server: every request to
@@ -184,3 +186,20 @@ func (b *Authenticator) Metadata() http.Handler { return b.meta }
 
 // Results counts the authentications, by result (ok, refused) and reason.
 func (b *Authenticator) Results() *prometheus.CounterVec { return b.results }
+
+// Fleet is the issuer as per-user sign-in's browser binding uses it (a
+// browser's user logs in there and its token is verified as a caller's:
+// the same iss and sub); nil for a nil Authenticator (no issuer).
+func (b *Authenticator) Fleet() *signin.Fleet {
+	if b == nil {
+		return nil
+	}
+	return &signin.Fleet{Issuer: b.v.Issuer(), Resource: b.resourceURL, Scopes: b.v.Scopes(),
+		Identify: func(ctx context.Context, token string) (string, error) {
+			id, err := b.v.Verify(ctx, token)
+			if err != nil {
+				return "", fmt.Errorf("verify the fleet login's token: %w", err)
+			}
+			return tokenUser(id), nil
+		}}
+}

@@ -49,7 +49,7 @@ func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Requ
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case view.FindToolName:
-			return pl.FindTool(pl.VisibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, rev), true, nil
+			return pl.findTool(s.Served(), r.GetExtra(), r.Params.Arguments, rev), true, nil // findsignin.go
 		case view.CallToolName:
 			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
@@ -156,7 +156,18 @@ func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.Reques
 	pl.Begin()
 	defer pl.End()
 	start := time.Now()
+	if reply, ok := pl.signInCall(ctx, pl.o.View(), c, start); ok { // a sign-in tool (signin.go)
+		return reply.Decoded(), nil
+	}
 	rt, err := pl.Resolve(c)
+	if err == nil && rt.Config.Auth.SignIn() && pl.o.SignIns != nil { // not signed in: the sign-in URL
+		if reply, need := pl.needSignIn(ctx, c, rt.Tool.Backend, rt.Config.URL, rt.Config.Auth, true); need {
+			if pl.o.Trail != nil {
+				pl.Audit(c, rt, start, &reply, fmt.Errorf("tool %q: backend %q: %w", c.Name, rt.Tool.Backend, errSignInNeeded))
+			}
+			return reply.Decoded(), nil
+		}
+	}
 	if err != nil { // unknown, gone, or hidden by the policy: the same answer
 		pl.Unknown() // counted, not logged: a client looping on it would flood the log
 		pl.o.Log.Debug().Str("tool", name).Msg("call_tool of a tool not in the served view")

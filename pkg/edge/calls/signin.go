@@ -18,6 +18,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/policy"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 // Backends with `auth: {type: user_oauth}` act for each user, who signs
@@ -36,6 +37,11 @@ type SignIns interface {
 	SignedIn(identity, backend string) bool
 	Begin(ctx context.Context, identity, backend, backendURL string, a *credential.Auth, elicitation string) (string, error)
 	SignOut(ctx context.Context, identity, backend string) error
+	// ResumeState, Resumed and Wait serve the 2026-07-28 clients' retries
+	// (signinresume.go).
+	ResumeState(identity, backend, elicitation string) (string, error)
+	Resumed(state, identity, backend string) bool
+	Wait(ctx context.Context, identity, backend string) bool
 }
 
 // Names of the sign-in tools after a backend's name and the separator.
@@ -197,6 +203,15 @@ func (pl *Plane) signOut(ctx context.Context, c Call, b string) backend.Reply {
 // in.
 func (pl *Plane) needSignIn(ctx context.Context, c Call, b, url string, a *credential.Auth, elicit bool) (backend.Reply, bool) {
 	identity := callerIdentity(c.TokenInfo)
+	ask := elicit && c.URLElicitation
+	if identity != "" {
+		switch pl.resumeSignIn(ctx, c, identity, b) {
+		case resumedSignedIn:
+			return backend.Reply{}, false
+		case resumedPending: // the sign-in URL again, as text
+			ask = false
+		}
+	}
 	if identity != "" && pl.o.SignIns.SignedIn(identity, b) {
 		return backend.Reply{}, false
 	}
@@ -204,13 +219,21 @@ func (pl *Plane) needSignIn(ctx context.Context, c Call, b, url string, a *crede
 		return textReply(fmt.Sprintf("backend %q needs each user to sign in, which needs a verified caller (a bearer token; the edge needs --auth-issuer)", b), true), true
 	}
 	elicitation := ""
-	if elicit && c.URLElicitation {
+	if ask {
 		elicitation = "signin-" + rand.Text()
 	}
 	authURL, err := pl.o.SignIns.Begin(ctx, identity, b, url, a, elicitation)
+	if errors.Is(err, signin.ErrNoLogin) {
+		return textReply(fmt.Sprintf("backend %q: per-user sign-in is disabled on this edge: the operator has not configured how to check who completes a sign-in (--signin-client-id)", b), true), true
+	}
 	if err != nil {
 		pl.o.Log.Warn().Str("backend", b).Err(err).Msg("sign-in could not begin")
 		return textReply(fmt.Sprintf("backend %q: sign-in unavailable: its authorization server could not be reached or is unusable", b), true), true
+	}
+	if elicitation != "" && c.Stateless != nil { // a client of 2026-07-28 (signinresume.go)
+		if reply, err := pl.signInInput(identity, b, authURL, elicitation); err == nil {
+			return reply, true
+		}
 	}
 	if elicitation != "" {
 		je := mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", URL: authURL,

@@ -3,11 +3,14 @@
 // browser comes back to, the admin call that revokes a sign-in
 // fleet-wide, and the sessions told when a sign-in changes.
 //
-// The edge is the OAuth client. A user's browser comes back to the
-// callback, signin.CallbackPath on the MCP listener (any edge of the
-// fleet: the state is sealed under the key every edge shares), which
-// redeems the code and stores the sealed refresh token in the bucket
-// every edge watches. Each sign-in and sign-out of any edge tells the
+// The edge is the OAuth client. The URL a user is given is
+// signin.StartPath on the MCP listener, where the browser logs in at the
+// fleet's own issuer and must be the user who asked (browser.go); a
+// cookie binds it to that user and sign-in. The browser comes back to the
+// callback, signin.CallbackPath (any edge of the fleet: the states and
+// the cookie are sealed under the key every edge shares), which requires
+// the cookie, redeems the code and stores the sealed refresh token in the
+// bucket every edge watches. Each sign-in and sign-out of any edge tells the
 // user's sessions here to list again (list_changed); DELETE /v1/signins
 // on the admin API revokes a user's sign-in fleet-wide.
 package signins
@@ -15,7 +18,6 @@ package signins
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"net/http"
 	"strings"
 	"time"
@@ -48,6 +50,15 @@ type EdgeOptions struct {
 	HTTPClient *http.Client
 	// Replicas of the bucket when the edge creates it (default 1).
 	Replicas int
+	// LoginClientID is the edge's client at the fleet issuer
+	// (--signin-client-id; LoginClientSecret for a confidential one):
+	// each sign-in is bound to its user's browser, checked there to be
+	// the caller (browser.go). Without it sign-ins are refused, unless
+	// Unbound (--signin-unbound) accepts sign-ins any browser may
+	// complete.
+	LoginClientID     string
+	LoginClientSecret credential.Ref
+	Unbound           bool
 }
 
 // Open opens the sign-ins eo configures for an edge whose MCP listener
@@ -58,16 +69,24 @@ func Open(eo *EdgeOptions, mcpAddr string, o Options) (*signin.Manager, *Web) {
 	if base == "" {
 		base = "http://" + mcpAddr
 	}
-	web := &Web{}
+	web := &Web{secure: secureBase(base)}
+	var login *signin.Login
+	if eo.LoginClientID != "" && o.Fleet != nil {
+		login = &signin.Login{Fleet: *o.Fleet, ClientID: eo.LoginClientID, ClientSecret: eo.LoginClientSecret,
+			StartURL: strings.TrimSuffix(base, "/") + signin.StartPath, RedirectURL: strings.TrimSuffix(base, "/") + signin.LoginPath}
+	}
 	o.Manager = signin.Open(signin.Options{Key: eo.Key, JetStream: eo.JetStream, Replicas: eo.Replicas, HTTPClient: eo.HTTPClient,
-		RedirectURL: signin.CallbackURL(base), OnChange: web.Changed})
+		RedirectURL: signin.CallbackURL(base), OnChange: web.Changed, Login: login, Unbound: eo.Unbound})
 	web.o = o
 	return o.Manager, web
 }
 
-// Options wire a Web to its edge; all are required.
+// Options wire a Web to its edge; all are required but Fleet.
 type Options struct {
-	Manager  *signin.Manager
+	Manager *signin.Manager
+	// Fleet is the fleet issuer the browser binding logs users in at
+	// (nil: an edge without --auth-issuer, whose sign-ins cannot begin).
+	Fleet    *signin.Fleet
 	Sessions *session.Registry
 	// Backend is the configuration of a backend served now.
 	Backend func(name string) (events.BackendConfig, bool)
@@ -82,8 +101,12 @@ type Options struct {
 	Dropped  prometheus.Counter
 }
 
-// Web serves the sign-in callback and revocation of one edge.
-type Web struct{ o Options }
+// Web serves the sign-in routes and revocation of one edge; a nil Web
+// answers them as an edge that keeps no sign-ins (Absent).
+type Web struct {
+	o      Options
+	secure bool // the public URL is https: the binding cookie is Secure
+}
 
 // New returns the Web of o.
 func New(o Options) *Web { return &Web{o: o} }
@@ -109,36 +132,34 @@ const maxCallbackQuery = 16 << 10
 // redirected the user's browser here with a code and the state. The page
 // tells the user the outcome, never a token, code or state.
 func (wb *Web) ServeCallback(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	page := func(code int, msg string) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(code)
-		fmt.Fprintf(w, "<!doctype html><title>fleetgate sign-in</title><p>%s</p>\n", html.EscapeString(msg))
+	if wb == nil {
+		Absent(false)(w, r)
+		return
 	}
+	noStore(w)
 	if len(r.URL.RawQuery) > maxCallbackQuery {
-		page(http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
+		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
 		return
 	}
 	q := r.URL.Query()
 	if oauthErr := q.Get("error"); oauthErr != "" {
 		wb.o.Outcomes.WithLabelValues("refused").Inc()
-		page(http.StatusBadRequest, "Sign-in was not completed: the authorization server answered "+clipWord(oauthErr)+".")
+		wb.setCookie(w, "", time.Time{})
+		page(w, http.StatusBadRequest, "Sign-in was not completed: the authorization server answered "+clipWord(oauthErr)+".")
 		return
 	}
-	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.clientSecretOf)
+	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r), wb.clientSecretOf)
 	if err != nil {
-		wb.o.Outcomes.WithLabelValues("failed").Inc()
-		wb.o.Log.Warn().Err(err).Msg("sign-in callback failed")
-		page(http.StatusBadRequest, "Sign-in failed (it may have expired or been used already): ask the tool to sign in again.")
+		wb.refuse(w, err, "callback")
 		return
 	}
+	wb.setCookie(w, "", time.Time{}) // used: a binding serves one sign-in
 	wb.o.Outcomes.WithLabelValues("completed").Inc()
 	if p.Elicitation != "" {
 		wb.elicitationComplete(p.Identity, p.Elicitation)
 	}
 	wb.o.Log.Info().Str("backend", p.Backend).Str("owner", wb.o.Owner(p.Identity)).Msg("sign-in completed")
-	page(http.StatusOK, "Signed in to "+p.Backend+". You can close this page and go back to your client.")
+	page(w, http.StatusOK, "Signed in to "+p.Backend+". You can close this page and go back to your client.")
 }
 
 // elicitationComplete tells the sessions of identity here that the
@@ -165,6 +186,10 @@ func (wb *Web) clientSecretOf(backend, clientID string) credential.Ref {
 // ServeRevoke is DELETE /v1/signins?iss=I&sub=S&backend=B: the user's
 // sign-in to backend ends on every edge.
 func (wb *Web) ServeRevoke(w http.ResponseWriter, r *http.Request) {
+	if wb == nil {
+		Absent(true)(w, r)
+		return
+	}
 	q := r.URL.Query()
 	iss, sub, b := q.Get("iss"), q.Get("sub"), q.Get("backend")
 	if iss == "" || sub == "" || b == "" || len(iss)+len(sub)+len(b) > 4096 {

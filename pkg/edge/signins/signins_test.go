@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,6 +48,18 @@ func TestCallbackRefusals(t *testing.T) {
 	if rec.Code != http.StatusRequestURITooLong || rec.Header().Get("Cache-Control") != "no-store" {
 		t.Fatalf("long query: %d", rec.Code)
 	}
+	for _, h := range []http.HandlerFunc{wb.ServeStart, wb.ServeLogin} {
+		rec = httptest.NewRecorder()
+		h(rec, httptest.NewRequest(http.MethodGet, "/oauth/x?state="+strings.Repeat("a", maxCallbackQuery), nil))
+		if rec.Code != http.StatusRequestURITooLong || rec.Header().Get("Cache-Control") != "no-store" {
+			t.Fatalf("long query: %d", rec.Code)
+		}
+	}
+	rec = httptest.NewRecorder()
+	wb.ServeLogin(rec, httptest.NewRequest(http.MethodGet, "/oauth/login?error=%3Cscript%3E&state=s", nil))
+	if body := rec.Body.String(); rec.Code != http.StatusBadRequest || strings.Contains(body, "<script>") || !strings.Contains(rec.Header().Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("login refused by the fleet issuer: %d %s", rec.Code, body)
+	}
 	rec = httptest.NewRecorder()
 	wb.ServeCallback(rec, httptest.NewRequest(http.MethodGet, "/oauth/callback?error=%3Cscript%3E&state=s", nil))
 	if body := rec.Body.String(); rec.Code != http.StatusBadRequest || !strings.Contains(body, "&#34;&lt;script&gt;&#34;") || strings.Contains(body, "<script>") {
@@ -59,5 +72,42 @@ func TestCallbackRefusals(t *testing.T) {
 func TestCallbackPath(t *testing.T) {
 	if signin.CallbackPath != "/oauth/callback" {
 		t.Fatalf("signin.CallbackPath %q: the edge serves /oauth/callback (pkg/edge/transport.go)", signin.CallbackPath)
+	}
+}
+
+// The binding cookie is HttpOnly and SameSite=Lax, scoped to /oauth/, or
+// a Secure __Host- cookie when the public URL is https; a cleared one
+// expires at once.
+func TestBindingCookie(t *testing.T) {
+	for _, base := range []string{"https://mcp.example.com", "http://127.0.0.1:8080"} {
+		wb := &Web{secure: secureBase(base)}
+		rec := httptest.NewRecorder()
+		wb.setCookie(rec, "fb1.v", time.Now().Add(time.Minute))
+		c := rec.Result().Cookies()[0]
+		name, path := CookieName, "/oauth/"
+		if strings.HasPrefix(base, "https:") {
+			name, path = SecureCookieName, "/"
+		}
+		if c.Name != name || c.Value != "fb1.v" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != path ||
+			c.Secure != strings.HasPrefix(base, "https:") || c.MaxAge < 1 || c.MaxAge > 60 {
+			t.Errorf("%s: %+v", base, c)
+		}
+		rec = httptest.NewRecorder()
+		wb.setCookie(rec, "", time.Time{})
+		if c := rec.Result().Cookies()[0]; c.MaxAge >= 0 || c.Value != "" {
+			t.Errorf("%s: cleared %+v", base, c)
+		}
+	}
+}
+
+// A nil Web (an edge without sign-ins) answers every route 404.
+func TestNilWeb(t *testing.T) {
+	var wb *Web
+	for _, h := range []http.HandlerFunc{wb.ServeStart, wb.ServeLogin, wb.ServeCallback, wb.ServeRevoke} {
+		rec := httptest.NewRecorder()
+		h(rec, httptest.NewRequest(http.MethodGet, "/oauth/start?state=s", nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%d", rec.Code)
+		}
 	}
 }

@@ -1,0 +1,169 @@
+package signins
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/signin"
+)
+
+// The browser binding (signin/binding.go): the URL a caller is given is
+// the edge's signin.StartPath, which sends the browser to the fleet
+// issuer's login with a cookie binding that login to it; the login comes
+// back to signin.LoginPath, where the browser's user must be the caller
+// the sign-in was begun for; the cookie then names that identity and
+// sign-in, and the browser goes on to the backend's authorization server,
+// whose callback requires the cookie. A refusal is a page that names the
+// reason only (never a state, code, token or cookie) and stores nothing.
+
+// CookieName is the cookie of the browser binding (http public URL),
+// sent to /oauth/ only; SecureCookieName with an https public URL: a
+// __Host- cookie (Secure, Path=/, no Domain), which no sibling host can
+// set in the browser.
+const (
+	CookieName       = "fleetgate_signin"
+	SecureCookieName = "__Host-fleetgate_signin"
+)
+
+// cookieName and cookiePath are the binding cookie's of wb.
+func (wb *Web) cookieName() string {
+	if wb.secure {
+		return SecureCookieName
+	}
+	return CookieName
+}
+
+func (wb *Web) cookiePath() string {
+	if wb.secure {
+		return "/"
+	}
+	return "/oauth/"
+}
+
+// setCookie sets the binding cookie (v "" clears it) until expires.
+func (wb *Web) setCookie(w http.ResponseWriter, v string, expires time.Time) {
+	c := &http.Cookie{Name: wb.cookieName(), Value: v, Path: wb.cookiePath(), HttpOnly: true, Secure: wb.secure,
+		SameSite: http.SameSiteLaxMode}
+	if v == "" {
+		c.MaxAge = -1
+	} else {
+		c.MaxAge = max(int(time.Until(expires).Seconds()), 1)
+	}
+	http.SetCookie(w, c)
+}
+
+// cookie is the request's binding cookie ("" for none or one over the
+// bound: r.Cookie parses only the header, which the server bounds).
+func (wb *Web) cookie(r *http.Request) string {
+	c, err := r.Cookie(wb.cookieName())
+	if err != nil || len(c.Value) > signin.MaxCookie {
+		return ""
+	}
+	return c.Value
+}
+
+// page writes the sign-in page of status code saying msg.
+func page(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, "<!doctype html><title>fleetgate sign-in</title><p>%s</p>\n", html.EscapeString(msg))
+}
+
+// noStore marks a sign-in answer as neither cached nor referred.
+func noStore(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+}
+
+// ServeStart is signin.StartPath: the browser that opened a caller's
+// sign-in URL is sent to the fleet issuer's login, bound by a cookie.
+func (wb *Web) ServeStart(w http.ResponseWriter, r *http.Request) {
+	if wb == nil {
+		Absent(false)(w, r)
+		return
+	}
+	noStore(w)
+	if len(r.URL.RawQuery) > maxCallbackQuery {
+		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
+		return
+	}
+	loginURL, c, err := wb.o.Manager.Start(r.Context(), r.URL.Query().Get("state"))
+	if err != nil {
+		wb.o.Outcomes.WithLabelValues("failed").Inc()
+		wb.o.Log.Warn().Err(err).Msg("sign-in start failed")
+		page(w, startStatus(err), "Sign-in could not start (the link may have expired): ask the tool to sign in again.")
+		return
+	}
+	wb.setCookie(w, c, time.Now().Add(signin.StateLifetime))
+	http.Redirect(w, r, loginURL, http.StatusFound)
+}
+
+// startStatus is the status of a refused start: 400 for a link that is
+// not one, 502 when the fleet issuer could not be used.
+func startStatus(err error) int {
+	if errors.Is(err, signin.ErrMalformed) || errors.Is(err, signin.ErrRefused) || errors.Is(err, signin.ErrExpired) {
+		return http.StatusBadRequest
+	}
+	return http.StatusBadGateway
+}
+
+// ServeLogin is signin.LoginPath: the fleet issuer sent the browser back
+// with a code. The browser's user must be the caller the sign-in was
+// begun for; the browser is then bound to it and sent to the backend's
+// authorization server.
+func (wb *Web) ServeLogin(w http.ResponseWriter, r *http.Request) {
+	if wb == nil {
+		Absent(false)(w, r)
+		return
+	}
+	noStore(w)
+	if len(r.URL.RawQuery) > maxCallbackQuery {
+		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
+		return
+	}
+	q := r.URL.Query()
+	if oauthErr := q.Get("error"); oauthErr != "" {
+		wb.o.Outcomes.WithLabelValues("refused").Inc()
+		wb.setCookie(w, "", time.Time{})
+		page(w, http.StatusBadRequest, "Sign-in was not completed: the fleet's authorization server answered "+clipWord(oauthErr)+".")
+		return
+	}
+	authURL, bound, p, err := wb.o.Manager.Login(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r))
+	if err != nil {
+		wb.refuse(w, err, "fleet login")
+		return
+	}
+	wb.o.Log.Info().Str("backend", p.Backend).Str("owner", wb.o.Owner(p.Identity)).Msg("sign-in: browser bound to its user")
+	wb.setCookie(w, bound, time.Unix(p.Expires, 0))
+	http.Redirect(w, r, authURL, http.StatusFound)
+}
+
+// refuse answers a login or callback that failed: the cookie cleared, a
+// page naming the reason (a browser not bound, another user: 403).
+func (wb *Web) refuse(w http.ResponseWriter, err error, where string) {
+	wb.setCookie(w, "", time.Time{})
+	switch {
+	case errors.Is(err, signin.ErrOtherUser):
+		wb.o.Outcomes.WithLabelValues("other_user").Inc()
+		wb.o.Log.Warn().Err(err).Msg("sign-in refused: " + where + ": another user's browser")
+		page(w, http.StatusForbidden, "Sign-in refused: this sign-in link was made for another user. "+
+			"Only the user who asked for it can complete it; ask your own client to sign in.")
+	case errors.Is(err, signin.ErrNoBinding):
+		wb.o.Outcomes.WithLabelValues("unbound").Inc()
+		wb.o.Log.Warn().Err(err).Msg("sign-in refused: " + where + ": the browser did not begin it")
+		page(w, http.StatusForbidden, "Sign-in refused: this browser did not begin this sign-in. "+
+			"Open the sign-in link your client gave you, in one browser, and finish there.")
+	default:
+		wb.o.Outcomes.WithLabelValues("failed").Inc()
+		wb.o.Log.Warn().Err(err).Msg("sign-in " + where + " failed")
+		page(w, http.StatusBadRequest, "Sign-in failed (it may have expired or been used already): ask the tool to sign in again.")
+	}
+}
+
+// secureBase reports whether base (the public URL) is https: the cookie
+// is then Secure.
+func secureBase(base string) bool { return strings.HasPrefix(strings.ToLower(base), "https://") }
