@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -20,12 +21,16 @@ import (
 //	  go test -run '^$' -bench '^BenchmarkCallOverheadProcess$' -benchtime 8000x ./test/
 //
 // The allocations of its whole life so far go to the same path plus
-// ".allocs" at the window's end. Both are written only if the edge lives
+// ".allocs" at the window's end (every one of them with
+// FLEETGATE_BENCH_MEMPROFILE_ALL=1, else a sample). Both are written only if the edge lives
 // that long.
 func init() {
 	path := os.Getenv("FLEETGATE_BENCH_CPUPROFILE")
 	if path == "" {
 		return
+	}
+	if os.Getenv("FLEETGATE_BENCH_MEMPROFILE_ALL") == "1" {
+		runtime.MemProfileRate = 1 // every allocation (slow: for counting, not timing)
 	}
 	seconds := func(name string, def int) time.Duration {
 		n, err := strconv.Atoi(os.Getenv(name))
