@@ -30,7 +30,7 @@ func ParseLaneHead(buf []byte) (req *http.Request, n int, ok bool) {
 	if string(line) != laneRequestLine {
 		return nil, 0, false
 	}
-	h := make(http.Header, 10)
+	h := make(http.Header, 8) // a call's head: 8 kept at most in one group of the map
 	length, host := int64(-1), ""
 	ok = parseHeaderLines(rest, h, func(key string, value []byte) (keep, ok bool) {
 		switch key {
@@ -69,26 +69,42 @@ func ParseLaneHead(buf []byte) (req *http.Request, n int, ok bool) {
 // leaves it out of h, ok false makes the block refused. Folded lines,
 // names that are not tokens and values with control characters are
 // refused.
+//
+// The values kept are substrings of one copy of block, each in a slice
+// of one backing array (capacity 1: an append to it copies): a head's
+// values cost two allocations, not two per line.
 func parseHeaderLines(block []byte, h http.Header, special func(key string, value []byte) (keep, ok bool)) bool {
-	for len(block) > 0 {
-		var line []byte
-		line, block, _ = bytes.Cut(block, []byte("\r\n"))
-		name, value, found := bytes.Cut(line, []byte(":"))
+	text := string(block)
+	vals := make([]string, 0, bytes.Count(block, []byte("\r\n")))
+	for off := 0; off < len(block); {
+		line, _, _ := bytes.Cut(block[off:], []byte("\r\n"))
+		start := off
+		off += len(line) + 2
+		name, raw, found := bytes.Cut(line, []byte(":"))
 		if !found || !headerToken(name) {
 			return false
 		}
-		value = bytes.Trim(value, " \t")
+		lead := len(raw) - len(bytes.TrimLeft(raw, " \t"))
+		value := bytes.TrimRight(raw[lead:], " \t")
+		at := start + len(name) + 1 + lead // value's offset in block and text
 		if !HeaderValue(value) {
 			return false
 		}
-		key := laneHeaderKey(name)
+		key := laneHeaderKey(name, text[start:start+len(name)])
 		keep, ok := special(key, value)
 		if !ok {
 			return false
 		}
-		if keep {
-			h[key] = append(h[key], string(value))
+		if !keep {
+			continue
 		}
+		v := text[at : at+len(value)]
+		if prev, ok := h[key]; ok {
+			h[key] = append(prev, v)
+			continue
+		}
+		vals = append(vals, v)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	return true
 }
@@ -109,8 +125,9 @@ func contentLength(v []byte) (int64, bool) {
 }
 
 // laneHeaderKey is the canonical form of a header name, without an
-// allocation for the names a call carries.
-func laneHeaderKey(name []byte) string {
+// allocation for the names a call carries or any other name already in
+// canonical form (text is name as a string).
+func laneHeaderKey(name []byte, text string) string {
 	switch string(name) {
 	case "Host":
 		return "Host"
@@ -136,8 +153,13 @@ func laneHeaderKey(name []byte) string {
 		return "Cache-Control"
 	case "Connection":
 		return "Connection"
+	case "Authorization":
+		return "Authorization"
 	}
-	return textproto.CanonicalMIMEHeaderKey(string(name))
+	if k := textproto.CanonicalMIMEHeaderKey(text); k != text {
+		return k
+	}
+	return text
 }
 
 // headerToken reports whether b is a header name (an RFC 9110 token).
