@@ -95,7 +95,7 @@ func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 // View returns the summary of the served view.
 func (e *Edge) View() ViewInfo {
 	cur := e.current()
-	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmed.vector(), Digest: cur.Catalog.Digest,
+	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmed.vector(), Digest: cur.Digest(),
 		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}, Mirrors: region.ReportOf(e.reader)}
 	for _, t := range cur.Catalog.Tools {
 		v.Tools = append(v.Tools, t.Exposed)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 )
 
 // maxRegions bounds the generation vector a controller's view may name
@@ -42,6 +43,14 @@ func fetchView(ctx context.Context, hc *http.Client, controller, group string, t
 		Generation uint64            `json:"generation"`
 		Regions    map[string]uint64 `json:"regions"`
 		Digest     string            `json:"digest"`
+		Eras       *struct {
+			Session struct {
+				Digest string `json:"digest"`
+			} `json:"session"`
+			Stateless struct {
+				Digest string `json:"digest"`
+			} `json:"stateless"`
+		} `json:"eras"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&view); err != nil {
 		return nil, fmt.Errorf("%w of group %q: GET %s: decode: %w", ErrView, group, u, err)
@@ -52,6 +61,17 @@ func fetchView(ctx context.Context, hc *http.Client, controller, group string, t
 	if view.Digest == "" {
 		return nil, fmt.Errorf("%w of group %q: GET %s: no digest in the view", ErrView, group, u)
 	}
-	return &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Regions: view.Regions,
-		Controller: controller, Group: group}, nil
+	exp := &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Regions: view.Regions,
+		Controller: controller, Group: group}
+	if e := view.Eras; e != nil {
+		// A view served differently by era: this client speaks the
+		// session-based revisions, whose list has the session era's
+		// digest, bound to the generation's by catalog.EraDigest.
+		d, err := catalog.EraDigest(e.Session.Digest, e.Stateless.Digest)
+		if err != nil || d != view.Digest {
+			return nil, fmt.Errorf("%w of group %q: GET %s: the eras' digests do not make the view's digest %s", ErrView, group, u, view.Digest)
+		}
+		exp.ViewDigest, exp.Digest = view.Digest, e.Session.Digest
+	}
+	return exp, nil
 }

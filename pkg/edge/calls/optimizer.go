@@ -40,7 +40,7 @@ func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Requ
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		sv := pl.VisibleTo(s.Served(), r.GetExtra())
+		sv := pl.VisibleTo(s.Served().Era(rev), r.GetExtra())
 		page, err := view.ToolsPage(sv, sv.Index.Advertised, cursor, rev)
 		if err != nil {
 			return nil, true, err
@@ -49,7 +49,7 @@ func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Requ
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case view.FindToolName:
-			return pl.FindTool(pl.VisibleTo(s.Served(), r.GetExtra()), r.Params.Arguments, rev), true, nil
+			return pl.FindTool(pl.VisibleTo(s.Served().Era(rev), r.GetExtra()), r.Params.Arguments, rev), true, nil
 		case view.CallToolName:
 			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
 			return res, true, err
