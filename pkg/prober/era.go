@@ -17,7 +17,8 @@ import (
 // session, then its stateless ones over a session of the stateless
 // generation of their own (a fresh one, so that the go-sdk's list cache
 // never answers for the backend), through the same wire (its bounds,
-// credentials and capture). Where the two differ, the catalog carries
+// credentials and capture); a session of the stateless generation stays
+// open for its list changes (session.watch). Where the two differ, the catalog carries
 // the stateless lists too (Catalog.Stateless): the edges serve each
 // client era what the backend serves it.
 
@@ -38,6 +39,14 @@ func (p *Prober) listEra(s *session, c Catalog) (*catalog.EraLists, error) {
 	e, err := p.listOver(ctx, s, cs)
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: stateless lists: %w", p.target, err)
+	}
+	if s.watch == nil {
+		// A change of the stateless lists alone is announced on that
+		// generation's subscriptions/listen: a session of the prober's
+		// client (its list_changed handlers) stays open for it.
+		if s.watch, err = p.dialStateless(s.calls, p.client, hc); err != nil {
+			p.log.Debug().Err(err).Msg("backend's stateless list changes not watched")
+		}
 	}
 	if e.Digest == c.Digest && sameLists(e.Tools, c.Tools) && sameLists(e.Resources, c.Resources) &&
 		sameLists(e.Prompts, c.Prompts) && sameLists(e.ResourceTemplates, c.ResourceTemplates) {
