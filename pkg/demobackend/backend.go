@@ -56,7 +56,7 @@ type Backend struct {
 	token atomic.Value // string
 	// era is the server of the stateless generation's requests when set
 	// (ServeStatelessWith), srv otherwise.
-	era atomic.Pointer[mcp.Server]
+	era   atomic.Pointer[mcp.Server]
 	calls atomic.Int64
 
 	mu    sync.Mutex

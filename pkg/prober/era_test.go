@@ -70,7 +70,9 @@ func TestBothErasListed(t *testing.T) {
 
 	_, cats := rec.mark()
 	era.AddTool(&mcp.Tool{Name: "later", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	c2 := rec.waitCatalog(t, cats, "stateless list change", func(c Catalog) bool {
 		return c.Stateless != nil && slices.Contains(names(c.Stateless.Tools, "name"), "later")
 	}).v
