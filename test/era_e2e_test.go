@@ -215,7 +215,9 @@ func TestEraCatalogThroughEdge(t *testing.T) {
 	// A tool added to the 2026-07-28 list alone.
 	from := el.len()
 	era.AddTool(&mcp.Tool{Name: "later", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	el.waitEvent(t, from, 20*time.Second, "alpha's new stateless list", func(ev *eventspb.Event) bool {
 		c := ev.GetCatalogChanged()
 		return c != nil && ev.Backend == "alpha" && c.StatelessLists != nil && c.Digest == cc.Digest
