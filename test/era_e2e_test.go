@@ -14,6 +14,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/controller"
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
+	"github.com/fleetgate/fleetgate/pkg/edge"
 	"github.com/fleetgate/fleetgate/pkg/verify"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
@@ -115,7 +116,8 @@ func connectAt(t *testing.T, ctx context.Context, url, rev string, o *mcp.Client
 // unknown; edge verify and the session's verdict are converged; a tool
 // added to the 2026 list alone reaches the 2026-07-28 client's
 // list_changed and list, while the 2025-11-25 session stays converged and
-// its list unchanged; a change of the 2025 list not yet listed again
+// its list unchanged; on an optimizer edge find_tool and call_tool see
+// the caller's era only; a change of the 2025 list not yet listed again
 // makes that session stale.
 func TestEraCatalogThroughEdge(t *testing.T) {
 	node := startNATS(t)
@@ -243,6 +245,24 @@ func TestEraCatalogThroughEdge(t *testing.T) {
 	}
 	if rep, err := verify.Run(ctx, verify.Options{URL: e.MCPURL(), Controller: ctl.admin}); err != nil || rep.Verdict != "converged" {
 		t.Errorf("edge verify after the 2026 change: %v %+v", err, rep)
+	}
+
+	// An optimizer edge: find_tool finds, and call_tool calls, the tools
+	// of the caller's era only.
+	opt := startEdgeOn(t, node.ClientURL(), nil, edge.Options{Coalesce: 100 * time.Millisecond, Mode: edge.ModeOptimizer})
+	for rev, want := range map[string]bool{"2025-11-25": false, "2026-07-28": true} {
+		cs := connectAt(t, ctx, opt.MCPURL(), rev, nil)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "find_tool", Arguments: map[string]any{"query": "only for 2026-07-28 clients", "limit": 50}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: find_tool: %v %+v", rev, err, res)
+		}
+		if found := strings.Contains(text(res), `"alpha_fresh"`); found != want {
+			t.Errorf("%s: find_tool found alpha_fresh %v, want %v: %s", rev, found, want, text(res))
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"tool_name": "alpha_fresh", "arguments": map[string]any{}}})
+		if err != nil || res.IsError == want || want && text(res) != "fresh" {
+			t.Errorf("%s: call_tool alpha_fresh: %v %+v (want served %v)", rev, err, res, want)
+		}
 	}
 
 	// A change of the 2025 list, not listed again: stale.

@@ -1,8 +1,10 @@
 package calls
 
 import (
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
@@ -28,4 +30,20 @@ func (c Call) era() string {
 func metaRevision(meta mcp.Meta) string {
 	rev, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	return rev
+}
+
+// statelessCall is what a call_tool r of a client of the stateless
+// generation (s not a session of the session-based revisions) carries for
+// the tool it calls (StatelessOf): a tool that its era alone has is
+// called in that generation, as a tools/call of it is; nil for a client
+// of the session-based revisions.
+func statelessCall(s *session.Session, r *mcp.CallToolRequest) (*backend.Stateless, error) {
+	if s == nil || s.Kind() == session.KindSession {
+		return nil, nil
+	}
+	st, err := StatelessOf(r)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return st, nil
 }

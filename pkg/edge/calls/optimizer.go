@@ -51,7 +51,11 @@ func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Requ
 		case view.FindToolName:
 			return pl.FindTool(pl.VisibleTo(s.Served().Era(rev), r.GetExtra()), r.Params.Arguments, rev), true, nil
 		case view.CallToolName:
-			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
+			st, err := statelessCall(s, r) // era.go
+			if err != nil {
+				return nil, true, err
+			}
+			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments, st)
 			return res, true, err
 		}
 	}
@@ -146,13 +150,13 @@ func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err 
 // passthrough tools/call of it would be (Plane.Run: same routing by the
 // current view, pool, timeout and metrics). A tool the current view does
 // not hold gets an isError result naming it.
-func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
+func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage, st *backend.Stateless) (*mcp.CallToolResult, error) {
 	ident, ti := pl.IdentityOf(x), TokenInfoOf(x)
 	name, args, err := parseCallArgs(raw)
 	if err != nil {
 		return toolError(err), nil
 	}
-	c := Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args}
+	c := Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args, Stateless: st}
 	pl.Begin()
 	defer pl.End()
 	start := time.Now()
