@@ -54,9 +54,10 @@ func (s *Served) Digest() string {
 }
 
 // Era is the change a client is told: of the stateless generation's lists
-// to a client of that generation (stateless set), of the others' otherwise.
+// to a client of that generation (stateless set) when the eras are served
+// differently, of the others' otherwise.
 func (c Change) Era(stateless bool) Change {
-	if stateless {
+	if stateless && c.Eras {
 		return Change{Tools: c.StatelessTools, Prompts: c.StatelessPrompts, Resources: c.StatelessResources}
 	}
 	return Change{Tools: c.Tools, Prompts: c.Prompts, Resources: c.Resources}

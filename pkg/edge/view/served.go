@@ -286,11 +286,12 @@ func tryAdd(f func()) (err error) {
 }
 
 // Change says which lists differ between two served values: those the
-// session-based revisions are served, and (the Stateless members) those
-// the stateless generation is served, which differ when a value serves
-// the eras differently (era.go). Era picks a client's.
+// session-based revisions are served, and, when either value serves the
+// eras differently (Eras), those the stateless generation is served (the
+// Stateless members; era.go). Era picks a client's.
 type Change struct {
 	Tools, Prompts, Resources                            bool
+	Eras                                                 bool
 	StatelessTools, StatelessPrompts, StatelessResources bool
 }
 
@@ -326,11 +327,10 @@ func (c Change) Bits() uint8 {
 // session needs telling.
 func Between(old, next *Served) Change {
 	c := between(old, next)
-	st := c
 	if old.Stateless != nil || next.Stateless != nil {
-		st = between(old.Era(FirstStateless), next.Era(FirstStateless))
+		st := between(old.Era(FirstStateless), next.Era(FirstStateless))
+		c.Eras, c.StatelessTools, c.StatelessPrompts, c.StatelessResources = true, st.Tools, st.Prompts, st.Resources
 	}
-	c.StatelessTools, c.StatelessPrompts, c.StatelessResources = st.Tools, st.Prompts, st.Resources
 	return c
 }
 
