@@ -88,7 +88,7 @@ func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 		verdict, reason = region.Verdict(verdict, reason, regions, target, region.MirrorsOf(e.reader))
 	}
 	return SessionInfo{ID: s.ID(), Kind: s.Kind(), ProtocolVersion: s.ProtocolVersion(), AppliedGeneration: gen,
-		AppliedRegions: regions, Digest: ap.Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
+		AppliedRegions: regions, Digest: ap.Era(s.ProtocolVersion()).Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
 		Created: s.Created(), Tools: len(ap.Tools), Edge: e.opts.ID}
 }
 
