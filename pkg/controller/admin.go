@@ -73,8 +73,29 @@ type ViewJSON struct {
 	// a log position).
 	Generation uint64            `json:"generation"`
 	Regions    map[string]uint64 `json:"regions,omitempty"`
-	Digest     string            `json:"digest"`
-	Tools      []json.RawMessage `json:"tools"`
+	// Digest is the generation's one catalog digest (catalog.ViewDigest):
+	// of Tools, or for a view whose eras are served different tools, of
+	// both eras' digests (Eras).
+	Digest string            `json:"digest"`
+	Tools  []json.RawMessage `json:"tools"`
+	// Eras is set for a view whose eras are served different tools:
+	// Tools are what the session-based revisions are served, Eras says
+	// each era's digest and the tools of the stateless generation.
+	Eras *ViewErasJSON `json:"eras,omitempty"`
+}
+
+// ViewErasJSON is the era section of a view served differently by era:
+// Digest of ViewJSON is catalog.EraDigest(Session.Digest, Stateless.Digest).
+type ViewErasJSON struct {
+	Session   EraJSON `json:"session"`
+	Stateless EraJSON `json:"stateless"`
+}
+
+// EraJSON is one era's tools and their digest (Tools omitted for the
+// session era: ViewJSON.Tools).
+type EraJSON struct {
+	Digest string            `json:"digest"`
+	Tools  []json.RawMessage `json:"tools,omitempty"`
 }
 
 // Handler returns the admin API. gatherer serves /metrics (nil: the
@@ -289,10 +310,16 @@ func (c *Controller) getView(w http.ResponseWriter, r *http.Request) {
 	if c.merged != nil {
 		s = c.merged.State()
 	}
-	v := c.groupView(s, group)
-	out := ViewJSON{Generation: s.Generation, Regions: s.Regions, Digest: v.Digest, Tools: make([]json.RawMessage, 0, len(v.Tools))}
+	v, st := c.groupViews(s, group)
+	out := ViewJSON{Generation: s.Generation, Regions: s.Regions, Digest: catalog.ViewDigest(v, st), Tools: make([]json.RawMessage, 0, len(v.Tools))}
 	for _, t := range v.Tools {
 		out.Tools = append(out.Tools, t.Def)
+	}
+	if out.Digest != v.Digest {
+		out.Eras = &ViewErasJSON{Session: EraJSON{Digest: v.Digest}, Stateless: EraJSON{Digest: st.Digest, Tools: make([]json.RawMessage, 0, len(st.Tools))}}
+		for _, t := range st.Tools {
+			out.Eras.Stateless.Tools = append(out.Eras.Stateless.Tools, t.Def)
+		}
 	}
 	writeJSON(w, 200, out)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/policy"
@@ -29,6 +30,9 @@ type Discovered struct {
 	ProtocolVersion string
 	// StatelessOnly: the backend refused initialize (prober.Catalog).
 	StatelessOnly bool
+	// Stateless are the lists of the stateless generation where they
+	// differ (prober.Catalog).
+	Stateless *catalog.EraLists
 }
 
 // Core is the controller's decision logic: a pure state machine in the
@@ -107,7 +111,7 @@ func NewCore(policy health.Policy, logState *events.State) *Core {
 			if b.Catalog != nil {
 				e.catalog = &Discovered{Tools: b.Catalog.Tools, Resources: b.Catalog.Resources,
 					Prompts: b.Catalog.Prompts, ResourceTemplates: b.Catalog.ResourceTemplates, Digest: b.Catalog.Digest, InvalidTools: b.Catalog.InvalidTools,
-					ProtocolVersion: b.Catalog.ProtocolVersion, StatelessOnly: b.Catalog.StatelessOnly}
+					ProtocolVersion: b.Catalog.ProtocolVersion, StatelessOnly: b.Catalog.StatelessOnly, Stateless: b.Catalog.Stateless}
 			}
 			c.expected[BackendKey{g.Name, b.Name}] = e
 		}
@@ -275,7 +279,7 @@ func (c *Core) Ready(now time.Time) []*eventspb.Event {
 			ev, err := events.NewCatalogChanged(now, k.Group, k.Name, &events.Catalog{
 				Tools: b.catalog.Tools, Resources: b.catalog.Resources, Prompts: b.catalog.Prompts,
 				ResourceTemplates: b.catalog.ResourceTemplates, Digest: b.catalog.Digest, InvalidTools: b.catalog.InvalidTools,
-				ProtocolVersion: b.catalog.ProtocolVersion, StatelessOnly: b.catalog.StatelessOnly})
+				ProtocolVersion: b.catalog.ProtocolVersion, StatelessOnly: b.catalog.StatelessOnly, Stateless: b.catalog.Stateless})
 			if err == nil {
 				out = append(out, ev)
 				e.catalog = b.catalog
@@ -302,7 +306,17 @@ func sameCatalog(a, b *Discovered) bool {
 	}
 	return a.Digest == b.Digest && a.ProtocolVersion == b.ProtocolVersion && a.StatelessOnly == b.StatelessOnly && sameDefs(a.Resources, b.Resources) && sameDefs(a.Prompts, b.Prompts) &&
 		sameDefs(a.ResourceTemplates, b.ResourceTemplates) &&
-		len(a.InvalidTools) == len(b.InvalidTools)
+		len(a.InvalidTools) == len(b.InvalidTools) && sameEra(a.Stateless, b.Stateless)
+}
+
+// sameEra reports whether two catalogs' lists of the stateless
+// generation are the same.
+func sameEra(a, b *catalog.EraLists) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Digest == b.Digest && sameDefs(a.Tools, b.Tools) && sameDefs(a.Resources, b.Resources) &&
+		sameDefs(a.Prompts, b.Prompts) && sameDefs(a.ResourceTemplates, b.ResourceTemplates)
 }
 
 func sameDefs(a, b []json.RawMessage) bool {

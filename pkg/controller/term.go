@@ -239,7 +239,7 @@ func (c *Controller) syncProbers(ctx context.Context, probers map[BackendKey]*ru
 func toDiscovered(cat prober.Catalog) Discovered {
 	d := Discovered{Tools: cat.Tools, Resources: cat.Resources, Prompts: cat.Prompts,
 		ResourceTemplates: cat.ResourceTemplates, Digest: cat.Digest, ProtocolVersion: cat.ProtocolVersion,
-		StatelessOnly: cat.StatelessOnly}
+		StatelessOnly: cat.StatelessOnly, Stateless: cat.Stateless}
 	for _, it := range cat.InvalidTools {
 		d.InvalidTools = append(d.InvalidTools, events.InvalidTool{Name: it.Name, Reason: it.Reason})
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/catalog/fromstate"
 	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
@@ -15,11 +16,21 @@ type viewCache struct {
 	group *events.Group
 	sep   string
 	view  *catalog.View
+	// stateless is the view of the stateless generation where it
+	// differs (fromstate.StatelessView), nil otherwise.
+	stateless *catalog.View
 }
 
 // groupView returns the view of the named group at state s (fromstate.View,
 // as the edges build it), from the cache when the group did not change.
 func (c *Controller) groupView(s *events.State, group string) *catalog.View {
+	v, _ := c.groupViews(s, group)
+	return v
+}
+
+// groupViews is groupView and the view of the stateless generation where
+// it differs (nil otherwise), as the edges build them.
+func (c *Controller) groupViews(s *events.State, group string) (v, stateless *catalog.View) {
 	g := s.Group(group)
 	sep := c.Fleet().Aggregation.Separator // the fallback of a log without naming events
 	c.mu.Lock()
@@ -29,21 +40,27 @@ func (c *Controller) groupView(s *events.State, group string) *catalog.View {
 	cached, ok := c.views[group]
 	c.mu.Unlock()
 	if ok && g != nil && cached.group == g && cached.sep == sep {
-		return cached.view
+		return cached.view, cached.stateless
 	}
-	var prev *catalog.View
+	var prev, prevStateless *catalog.View
 	if ok {
-		prev = cached.view
+		prev, prevStateless = cached.view, cached.stateless
 	}
-	v := GroupView(g, sep, prev)
+	v = GroupView(g, sep, prev)
+	if g != nil {
+		if prevStateless == nil {
+			prevStateless = v
+		}
+		stateless = fromstate.StatelessView(g, sep, prevStateless)
+	}
 	c.mu.Lock()
 	if g == nil {
 		delete(c.views, group)
 	} else {
-		c.views[group] = viewCache{group: g, sep: sep, view: v}
+		c.views[group] = viewCache{group: g, sep: sep, view: v, stateless: stateless}
 	}
 	c.mu.Unlock()
-	return v
+	return v, stateless
 }
 
 // logCollisions follows the event log and logs, at warn, every exposed

@@ -54,6 +54,9 @@ type Backend struct {
 
 	hang  atomic.Bool
 	token atomic.Value // string
+	// era is the server of the stateless generation's requests when set
+	// (ServeStatelessWith), srv otherwise.
+	era   atomic.Pointer[mcp.Server]
 	calls atomic.Int64
 
 	mu    sync.Mutex
@@ -151,6 +154,21 @@ func (b *Backend) SetHang(on bool) {
 	}
 }
 
+// ServeStatelessWith has srv answer the requests of the stateless
+// generation (2026-07-28) of a NewProtocol backend, which then lists
+// what srv holds to clients of that generation and what Server holds to
+// the others: a backend whose catalog differs by protocol era. Nil
+// serves them with Server again.
+func (b *Backend) ServeStatelessWith(srv *mcp.Server) { b.era.Store(srv) }
+
+// statelessServer is the server of the stateless generation's requests.
+func (b *Backend) statelessServer() *mcp.Server {
+	if s := b.era.Load(); s != nil {
+		return s
+	}
+	return b.srv
+}
+
 // RequireToken makes the backend answer 401 unless the request carries
 // "Authorization: Bearer <token>"; "" turns it off.
 func (b *Backend) RequireToken(token string) { b.token.Store(token) }
@@ -182,7 +200,7 @@ func (b *Backend) handler() http.Handler {
 				&mcp.StreamableHTTPOptions{Stateless: true}))
 		} else if b.opts.NewProtocol {
 			stateful := h
-			stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
+			stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.statelessServer() },
 				&mcp.StreamableHTTPOptions{Stateless: true})
 			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Header.Get("Mcp-Protocol-Version") >= newProtocol {

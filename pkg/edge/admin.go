@@ -86,14 +86,14 @@ func (e *Edge) info(s *session.Session, cur *view.Served) SessionInfo {
 		verdict, reason = region.Verdict(verdict, reason, regions, target, region.MirrorsOf(e.reader))
 	}
 	return SessionInfo{ID: s.ID(), Kind: s.Kind(), ProtocolVersion: s.ProtocolVersion(), AppliedGeneration: gen,
-		AppliedRegions: regions, Digest: ap.Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
+		AppliedRegions: regions, Digest: ap.Era(s.ProtocolVersion()).Catalog.Digest, Verdict: string(verdict), VerdictReason: reason,
 		Created: s.Created(), Tools: len(ap.Tools), Edge: e.opts.ID}
 }
 
 // View returns the summary of the served view.
 func (e *Edge) View() ViewInfo {
 	cur := e.current()
-	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmed.vector(), Digest: cur.Catalog.Digest,
+	v := ViewInfo{Group: e.opts.Group, Generation: max(cur.Gen, e.confirmed.Load()), Regions: e.confirmed.vector(), Digest: cur.Digest(),
 		Collisions: cur.Catalog.Collisions, Rejected: cur.Catalog.Rejected, Dropped: cur.Dropped, Tools: []string{}, Mirrors: region.ReportOf(e.reader)}
 	for _, t := range cur.Catalog.Tools {
 		v.Tools = append(v.Tools, t.Exposed)

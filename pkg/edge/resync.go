@@ -126,7 +126,7 @@ func (e *Edge) fanOutState(r planner.Ready, now time.Time) []*session.Session {
 		if r.PolicyChanged {
 			pc = e.policyChange(s, r.OldPolicy, r.Policy, items)
 		}
-		if s.Give(r.View, r.Notify, r.EventTime, pc, now) {
+		if s.Give(r.View, r.Notify.Era(s.Kind() != session.KindSession), r.EventTime, pc, now) {
 			e.m.notifyDropped.Inc()
 		}
 		if r.View != nil {

@@ -95,9 +95,15 @@ func NewCatalogChanged(at time.Time, group, backend string, c *Catalog) (*events
 		return nil, fmt.Errorf("catalog event %s/%s: resource templates: %w", group, backend, err)
 	}
 	cc := &eventspb.CatalogChanged{Digest: c.Digest, ProtocolVersion: c.ProtocolVersion, StatelessOnly: c.StatelessOnly}
-	if len(tools)+len(resources)+len(prompts)+len(templates) > compressAbove {
+	if c.Stateless != nil {
+		if cc.StatelessLists, err = eraListsOf(c.Stateless); err != nil { // era.go
+			return nil, fmt.Errorf("catalog event %s/%s: stateless lists: %w", group, backend, err)
+		}
+	}
+	if len(tools)+len(resources)+len(prompts)+len(templates)+eraSize(cc.StatelessLists) > compressAbove {
 		cc.Compression = eventspb.Compression_COMPRESSION_ZSTD
 		tools, resources, prompts, templates = compress(tools), compress(resources), compress(prompts), compress(templates)
+		compressEra(cc.StatelessLists)
 	}
 	cc.Tools, cc.Resources, cc.Prompts, cc.ResourceTemplates = tools, resources, prompts, templates
 	for _, it := range c.InvalidTools {
@@ -172,6 +178,11 @@ func catalogFromEvent(gen uint64, cc *eventspb.CatalogChanged) (*Catalog, error)
 	}
 	for _, it := range cc.InvalidTools {
 		c.InvalidTools = append(c.InvalidTools, InvalidTool{Name: it.Name, Reason: it.Reason})
+	}
+	if el := cc.StatelessLists; el != nil {
+		if c.Stateless, err = eraListsFrom(el, cc.Compression); err != nil {
+			return nil, fmt.Errorf("stateless lists: %w", err)
+		}
 	}
 	return c, nil
 }

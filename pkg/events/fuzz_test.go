@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 	"github.com/fleetgate/fleetgate/pkg/naming"
 	"github.com/fleetgate/fleetgate/pkg/policy"
@@ -65,6 +66,20 @@ func eventSeeds(t testing.TB) [][]byte {
 		Kind: &eventspb.Event_CatalogChanged{CatalogChanged: &eventspb.CatalogChanged{Tools: []byte(`[{"name":`)}}}
 	deep := &eventspb.Event{SchemaVersion: SchemaVersion, Group: "g", Backend: "b",
 		Kind: &eventspb.Event_CatalogChanged{CatalogChanged: &eventspb.CatalogChanged{Tools: []byte("[" + strings.Repeat("[", 20000))}}}
+	era := &catalog.EraLists{Tools: []json.RawMessage{json.RawMessage(`{"name":"fresh","inputSchema":{"type":"object"}}`)},
+		Prompts: []json.RawMessage{json.RawMessage(`{"name":"p"}`)}, Digest: "sha256:z"}
+	smallEra, err := NewCatalogChanged(at, "g", "b", &Catalog{Tools: tools[:1], Digest: "sha256:x", ProtocolVersion: "2026-07-28", Stateless: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigEra, err := NewCatalogChanged(at, "g", "b", &Catalog{Tools: tools, Digest: "sha256:y", ProtocolVersion: "2026-07-28",
+		Stateless: &catalog.EraLists{Tools: tools[1:], Digest: "sha256:w"}}) // compressed
+	if err != nil {
+		t.Fatal(err)
+	}
+	badEra := &eventspb.Event{SchemaVersion: SchemaVersion, Group: "g", Backend: "b", Time: timestamppb.New(at),
+		Kind: &eventspb.Event_CatalogChanged{CatalogChanged: &eventspb.CatalogChanged{Compression: eventspb.Compression_COMPRESSION_ZSTD,
+			StatelessLists: &eventspb.EraLists{Prompts: []byte("\x28\xb5\x2f\xfd garbage")}}}}
 	farTime := NewHealthChanged(at, "g", "b", "unknown", "healthy", true, "")
 	farTime.Time = &timestamppb.Timestamp{Seconds: 1 << 40}
 	return [][]byte{
@@ -82,6 +97,9 @@ func eventSeeds(t testing.TB) [][]byte {
 		encodedAt(t, 2, notJSON),
 		encodedAt(t, 2, deep),
 		encodedAt(t, 2, farTime),
+		encodedAt(t, 2, smallEra),
+		encodedAt(t, 2, bigEra),
+		encodedAt(t, 2, badEra),
 		encodedAt(t, 3, NewBackendRemoved(at, "g", "b", BackendConfig{})), // the wrong generation
 		encodedAt(t, 2, NewPolicyChanged(at, &policy.Section{Default: policy.Deny, Rules: []policy.Rule{
 			{Name: "ops", Effect: policy.Allow, Tools: []string{"beta_*"}, When: `"ops" in claims.roles`}}})),

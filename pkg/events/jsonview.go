@@ -53,6 +53,20 @@ type CatalogJSON struct {
 	Resources    int           `json:"resources"`
 	Prompts      int           `json:"prompts"`
 	InvalidTools []InvalidTool `json:"invalid_tools,omitempty"`
+	// ProtocolVersion, StatelessOnly: the catalog's (Catalog).
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	StatelessOnly   bool   `json:"stateless_only,omitempty"`
+	// Stateless summarises the lists of the stateless generation, set
+	// when they differ (Catalog.Stateless).
+	Stateless *EraListsJSON `json:"stateless_lists,omitempty"`
+}
+
+// EraListsJSON summarises a catalog's lists of one era.
+type EraListsJSON struct {
+	Digest    string   `json:"digest"`
+	Tools     []string `json:"tools"`
+	Resources int      `json:"resources"`
+	Prompts   int      `json:"prompts"`
 }
 
 // ToJSON converts a decoded event.
@@ -81,7 +95,11 @@ func ToJSON(ev *eventspb.Event) EventJSON {
 			break
 		}
 		out.Catalog = &CatalogJSON{Digest: c.Digest, Tools: c.ToolNames(), Resources: len(c.Resources),
-			Prompts: len(c.Prompts), InvalidTools: c.InvalidTools}
+			Prompts: len(c.Prompts), InvalidTools: c.InvalidTools, ProtocolVersion: c.ProtocolVersion, StatelessOnly: c.StatelessOnly}
+		if e := c.Stateless; e != nil {
+			out.Catalog.Stateless = &EraListsJSON{Digest: e.Digest, Tools: (&Catalog{Tools: e.Tools}).ToolNames(),
+				Resources: len(e.Resources), Prompts: len(e.Prompts)}
+		}
 	case *eventspb.Event_NamingChanged:
 		out.Naming = &NamingJSON{}
 		if p := k.NamingChanged.GetSpec(); p != nil {

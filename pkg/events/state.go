@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/credential"
 )
 
@@ -104,8 +105,13 @@ type Catalog struct {
 	ProtocolVersion string `json:"protocol_version,omitempty"`
 	// StatelessOnly: the backend refused initialize and speaks only the
 	// stateless generation, in ProtocolVersion.
-	StatelessOnly bool   `json:"stateless_only,omitempty"`
-	Generation    uint64 `json:"generation"`
+	StatelessOnly bool `json:"stateless_only,omitempty"`
+	// Stateless are the lists the backend gives clients of
+	// ProtocolVersion when it speaks both generations and they differ
+	// from the lists above (those of the session-based revisions); nil
+	// otherwise.
+	Stateless  *catalog.EraLists `json:"stateless_lists,omitempty"`
+	Generation uint64            `json:"generation"`
 }
 
 // InvalidTool is a backend tool that validation dropped.

@@ -52,6 +52,11 @@ type Catalog struct {
 	// StatelessOnly: the backend refused initialize and speaks only the
 	// stateless generation (stateless.go), in ProtocolVersion.
 	StatelessOnly bool
+	// Stateless are the lists the backend gives clients of
+	// ProtocolVersion when it speaks both generations and they differ
+	// from the lists above, which are those of the session-based
+	// revisions (era.go); nil otherwise.
+	Stateless *catalog.EraLists
 }
 
 // listPage is one raw list result; only the member of its method is set.
@@ -75,6 +80,9 @@ func (p *Prober) discover(ctx context.Context, s *session) bool {
 			}
 		}
 		c.ProtocolVersion, c.StatelessOnly = p.lastRevision, s.stateless
+		if c.ProtocolVersion != "" && !s.stateless {
+			c.Stateless, err = p.listEra(s, c) // era.go
+		}
 	}
 	p.m.discovered(p.target, err == nil, time.Since(start))
 	if err != nil {
@@ -99,13 +107,19 @@ func (p *Prober) discover(ctx context.Context, s *session) bool {
 func (p *Prober) list(s *session) (Catalog, error) {
 	ctx, cancel := context.WithTimeout(s.calls, p.discoveryTimeout)
 	defer cancel()
-	s.wire.lists.reset()
-	var c Catalog
 	cs, release, err := p.listSession(ctx, s)
 	if err != nil {
-		return c, fmt.Errorf("discover %s: %w", p.target, err)
+		return Catalog{}, fmt.Errorf("discover %s: %w", p.target, err)
 	}
 	defer release()
+	return p.listOver(ctx, s, cs)
+}
+
+// listOver lists the catalog over cs, a session whose wire is s's (the
+// raw list results are captured there).
+func (p *Prober) listOver(ctx context.Context, s *session, cs *mcp.ClientSession) (Catalog, error) {
+	s.wire.lists.reset()
+	var c Catalog
 	caps := &mcp.ServerCapabilities{}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
@@ -261,6 +275,16 @@ func fingerprint(c Catalog) string {
 			h.Write([]byte{'\n'})
 		}
 		h.Write([]byte{0})
+	}
+	if e := c.Stateless; e != nil {
+		h.Write([]byte(e.Digest))
+		for _, list := range [][]json.RawMessage{e.Resources, e.Prompts, e.ResourceTemplates} {
+			for _, item := range list {
+				h.Write(item)
+				h.Write([]byte{'\n'})
+			}
+			h.Write([]byte{0})
+		}
 	}
 	return c.Digest + "|" + c.ProtocolVersion + "|" + fmt.Sprint(c.StatelessOnly) + "|" + hex.EncodeToString(h.Sum(nil))
 }

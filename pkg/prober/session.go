@@ -45,6 +45,10 @@ type session struct {
 	// through hc, the backend having refused initialize.
 	stateless bool
 	hc        *http.Client
+	// watch is, for a backend of both generations, a session of the
+	// stateless one kept open for its list changes (era.go); nil before
+	// its first listing.
+	watch *mcp.ClientSession
 
 	wg sync.WaitGroup // the Wait watcher
 }
@@ -64,6 +68,9 @@ func (s *session) close() {
 	s.stop()
 	if s.cs != nil && !s.shared {
 		_ = s.cs.Close()
+	}
+	if s.watch != nil {
+		_ = s.watch.Close()
 	}
 	s.wg.Wait()
 }

@@ -99,8 +99,12 @@ type Report struct {
 // Expectation is what the endpoint was compared against.
 type Expectation struct {
 	// Source is "expect-digest" or "controller".
-	Source     string `json:"source"`
+	Source string `json:"source"`
+	// Digest is what the traversal must yield: the view's digest, or
+	// for a view served differently by era the session era's digest
+	// (ViewDigest then being the view's, catalog.EraDigest of the eras').
 	Digest     string `json:"digest"`
+	ViewDigest string `json:"view_digest,omitempty"`
 	Generation uint64 `json:"generation,omitempty"`
 	// Regions is, for a group spanning regions, the generation of each
 	// region's log the controller's merged view reflects (Generation is

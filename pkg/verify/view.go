@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fleetgate/fleetgate/pkg/adminauth"
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 )
 
 // maxRegions bounds the generation vector a controller's view may name
@@ -38,20 +39,53 @@ func fetchView(ctx context.Context, hc *http.Client, controller, group string, t
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("%w of group %q: GET %s: HTTP %d: %s", ErrView, group, u, resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
+	exp, err := decodeView(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("%w of group %q: GET %s: %w", ErrView, group, u, err)
+	}
+	exp.Controller, exp.Group = controller, group
+	return exp, nil
+}
+
+// decodeView reads a controller's view document (ViewJSON of package
+// controller) into the expectation it sets: its generation, regions and
+// digest, or, for a view served differently by era, the digest of the
+// session era's list (this client speaks the session-based revisions),
+// checked to make, with the stateless era's, the view's digest
+// (catalog.EraDigest).
+func decodeView(r io.Reader) (*Expectation, error) {
 	var view struct {
 		Generation uint64            `json:"generation"`
 		Regions    map[string]uint64 `json:"regions"`
 		Digest     string            `json:"digest"`
+		Eras       *struct {
+			Session struct {
+				Digest string `json:"digest"`
+			} `json:"session"`
+			Stateless struct {
+				Digest string `json:"digest"`
+			} `json:"stateless"`
+		} `json:"eras"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&view); err != nil {
-		return nil, fmt.Errorf("%w of group %q: GET %s: decode: %w", ErrView, group, u, err)
+	if err := json.NewDecoder(r).Decode(&view); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
 	}
 	if len(view.Regions) > maxRegions {
-		return nil, fmt.Errorf("%w of group %q: GET %s: %d regions, at most %d", ErrView, group, u, len(view.Regions), maxRegions)
+		return nil, fmt.Errorf("%d regions, at most %d", len(view.Regions), maxRegions)
 	}
 	if view.Digest == "" {
-		return nil, fmt.Errorf("%w of group %q: GET %s: no digest in the view", ErrView, group, u)
+		return nil, errors.New("no digest in the view")
 	}
-	return &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Regions: view.Regions,
-		Controller: controller, Group: group}, nil
+	exp := &Expectation{Source: "controller", Digest: view.Digest, Generation: view.Generation, Regions: view.Regions}
+	if e := view.Eras; e != nil {
+		d, err := catalog.EraDigest(e.Session.Digest, e.Stateless.Digest)
+		if err != nil || d != view.Digest {
+			return nil, fmt.Errorf("%w: the eras' digests do not make the view's digest %.80q", ErrEras, view.Digest)
+		}
+		exp.ViewDigest, exp.Digest = view.Digest, e.Session.Digest
+	}
+	return exp, nil
 }
+
+// ErrEras: a view's era digests do not make its digest.
+var ErrEras = errors.New("era digests")

@@ -787,8 +787,13 @@ type CatalogChanged struct {
 	// stateless generation, in protocol_version: the edges speak that
 	// revision to it for clients of every revision.
 	StatelessOnly bool `protobuf:"varint,9,opt,name=stateless_only,json=statelessOnly,proto3" json:"stateless_only,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// stateless_lists are the lists the backend gives clients of
+	// protocol_version when it speaks both generations and they differ
+	// from the lists above (those it gives the session-based revisions);
+	// absent otherwise. The edges serve each client era its own lists.
+	StatelessLists *EraLists `protobuf:"bytes,10,opt,name=stateless_lists,json=statelessLists,proto3" json:"stateless_lists,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CatalogChanged) Reset() {
@@ -884,6 +889,92 @@ func (x *CatalogChanged) GetStatelessOnly() bool {
 	return false
 }
 
+func (x *CatalogChanged) GetStatelessLists() *EraLists {
+	if x != nil {
+		return x.StatelessLists
+	}
+	return nil
+}
+
+// EraLists are a backend's lists in one protocol era, encoded like
+// CatalogChanged's (the same compression, the same bounds).
+type EraLists struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Tools             []byte                 `protobuf:"bytes,1,opt,name=tools,proto3" json:"tools,omitempty"`
+	Resources         []byte                 `protobuf:"bytes,2,opt,name=resources,proto3" json:"resources,omitempty"`
+	Prompts           []byte                 `protobuf:"bytes,3,opt,name=prompts,proto3" json:"prompts,omitempty"`
+	ResourceTemplates []byte                 `protobuf:"bytes,4,opt,name=resource_templates,json=resourceTemplates,proto3" json:"resource_templates,omitempty"`
+	// digest is the catalog digest of tools.
+	Digest        string `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EraLists) Reset() {
+	*x = EraLists{}
+	mi := &file_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EraLists) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EraLists) ProtoMessage() {}
+
+func (x *EraLists) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EraLists.ProtoReflect.Descriptor instead.
+func (*EraLists) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *EraLists) GetTools() []byte {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *EraLists) GetResources() []byte {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *EraLists) GetPrompts() []byte {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *EraLists) GetResourceTemplates() []byte {
+	if x != nil {
+		return x.ResourceTemplates
+	}
+	return nil
+}
+
+func (x *EraLists) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
 // PolicyChanged carries the fleet's authorization section; it applies to
 // the whole fleet, so group and backend are empty.
 type PolicyChanged struct {
@@ -899,7 +990,7 @@ type PolicyChanged struct {
 
 func (x *PolicyChanged) Reset() {
 	*x = PolicyChanged{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1002,7 @@ func (x *PolicyChanged) String() string {
 func (*PolicyChanged) ProtoMessage() {}
 
 func (x *PolicyChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1015,7 @@ func (x *PolicyChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyChanged.ProtoReflect.Descriptor instead.
 func (*PolicyChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PolicyChanged) GetSection() []byte {
@@ -955,7 +1046,7 @@ type NamingChanged struct {
 
 func (x *NamingChanged) Reset() {
 	*x = NamingChanged{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1058,7 @@ func (x *NamingChanged) String() string {
 func (*NamingChanged) ProtoMessage() {}
 
 func (x *NamingChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1071,7 @@ func (x *NamingChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamingChanged.ProtoReflect.Descriptor instead.
 func (*NamingChanged) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NamingChanged) GetSpec() *NamingSpec {
@@ -1006,7 +1097,7 @@ type NamingSpec struct {
 
 func (x *NamingSpec) Reset() {
 	*x = NamingSpec{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1109,7 @@ func (x *NamingSpec) String() string {
 func (*NamingSpec) ProtoMessage() {}
 
 func (x *NamingSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1122,7 @@ func (x *NamingSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamingSpec.ProtoReflect.Descriptor instead.
 func (*NamingSpec) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NamingSpec) GetSeparator() string {
@@ -1068,7 +1159,7 @@ type BackendNaming struct {
 
 func (x *BackendNaming) Reset() {
 	*x = BackendNaming{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1171,7 @@ func (x *BackendNaming) String() string {
 func (*BackendNaming) ProtoMessage() {}
 
 func (x *BackendNaming) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1184,7 @@ func (x *BackendNaming) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendNaming.ProtoReflect.Descriptor instead.
 func (*BackendNaming) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BackendNaming) GetName() string {
@@ -1140,7 +1231,7 @@ type NameRules struct {
 
 func (x *NameRules) Reset() {
 	*x = NameRules{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1243,7 @@ func (x *NameRules) String() string {
 func (*NameRules) ProtoMessage() {}
 
 func (x *NameRules) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1256,7 @@ func (x *NameRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRules.ProtoReflect.Descriptor instead.
 func (*NameRules) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NameRules) GetInclude() []string {
@@ -1199,7 +1290,7 @@ type NameRename struct {
 
 func (x *NameRename) Reset() {
 	*x = NameRename{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1302,7 @@ func (x *NameRename) String() string {
 func (*NameRename) ProtoMessage() {}
 
 func (x *NameRename) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1315,7 @@ func (x *NameRename) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRename.ProtoReflect.Descriptor instead.
 func (*NameRename) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NameRename) GetOwn() string {
@@ -1254,7 +1345,7 @@ type OutboxEntry struct {
 
 func (x *OutboxEntry) Reset() {
 	*x = OutboxEntry{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1357,7 @@ func (x *OutboxEntry) String() string {
 func (*OutboxEntry) ProtoMessage() {}
 
 func (x *OutboxEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1370,7 @@ func (x *OutboxEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxEntry.ProtoReflect.Descriptor instead.
 func (*OutboxEntry) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OutboxEntry) GetMsgId() string {
@@ -1351,7 +1442,7 @@ const file_events_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"9\n" +
 	"\vInvalidTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x82\x03\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xca\x03\n" +
 	"\x0eCatalogChanged\x12\x14\n" +
 	"\x05tools\x18\x01 \x01(\fR\x05tools\x12\x1c\n" +
 	"\tresources\x18\x02 \x01(\fR\tresources\x12\x18\n" +
@@ -1361,7 +1452,15 @@ const file_events_proto_rawDesc = "" +
 	"\rinvalid_tools\x18\x06 \x03(\v2 .fleetgate.events.v1.InvalidToolR\finvalidTools\x12-\n" +
 	"\x12resource_templates\x18\a \x01(\fR\x11resourceTemplates\x12)\n" +
 	"\x10protocol_version\x18\b \x01(\tR\x0fprotocolVersion\x12%\n" +
-	"\x0estateless_only\x18\t \x01(\bR\rstatelessOnly\"A\n" +
+	"\x0estateless_only\x18\t \x01(\bR\rstatelessOnly\x12F\n" +
+	"\x0fstateless_lists\x18\n" +
+	" \x01(\v2\x1d.fleetgate.events.v1.EraListsR\x0estatelessLists\"\x9f\x01\n" +
+	"\bEraLists\x12\x14\n" +
+	"\x05tools\x18\x01 \x01(\fR\x05tools\x12\x1c\n" +
+	"\tresources\x18\x02 \x01(\fR\tresources\x12\x18\n" +
+	"\aprompts\x18\x03 \x01(\fR\aprompts\x12-\n" +
+	"\x12resource_templates\x18\x04 \x01(\fR\x11resourceTemplates\x12\x16\n" +
+	"\x06digest\x18\x05 \x01(\tR\x06digest\"A\n" +
 	"\rPolicyChanged\x12\x18\n" +
 	"\asection\x18\x01 \x01(\fR\asection\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\"D\n" +
@@ -1405,7 +1504,7 @@ func file_events_proto_rawDescGZIP() []byte {
 }
 
 var file_events_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_events_proto_goTypes = []any{
 	(Compression)(0),              // 0: fleetgate.events.v1.Compression
 	(*Event)(nil),                 // 1: fleetgate.events.v1.Event
@@ -1417,23 +1516,24 @@ var file_events_proto_goTypes = []any{
 	(*HealthChanged)(nil),         // 7: fleetgate.events.v1.HealthChanged
 	(*InvalidTool)(nil),           // 8: fleetgate.events.v1.InvalidTool
 	(*CatalogChanged)(nil),        // 9: fleetgate.events.v1.CatalogChanged
-	(*PolicyChanged)(nil),         // 10: fleetgate.events.v1.PolicyChanged
-	(*NamingChanged)(nil),         // 11: fleetgate.events.v1.NamingChanged
-	(*NamingSpec)(nil),            // 12: fleetgate.events.v1.NamingSpec
-	(*BackendNaming)(nil),         // 13: fleetgate.events.v1.BackendNaming
-	(*NameRules)(nil),             // 14: fleetgate.events.v1.NameRules
-	(*NameRename)(nil),            // 15: fleetgate.events.v1.NameRename
-	(*OutboxEntry)(nil),           // 16: fleetgate.events.v1.OutboxEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*EraLists)(nil),              // 10: fleetgate.events.v1.EraLists
+	(*PolicyChanged)(nil),         // 11: fleetgate.events.v1.PolicyChanged
+	(*NamingChanged)(nil),         // 12: fleetgate.events.v1.NamingChanged
+	(*NamingSpec)(nil),            // 13: fleetgate.events.v1.NamingSpec
+	(*BackendNaming)(nil),         // 14: fleetgate.events.v1.BackendNaming
+	(*NameRules)(nil),             // 15: fleetgate.events.v1.NameRules
+	(*NameRename)(nil),            // 16: fleetgate.events.v1.NameRename
+	(*OutboxEntry)(nil),           // 17: fleetgate.events.v1.OutboxEntry
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_events_proto_depIdxs = []int32{
-	17, // 0: fleetgate.events.v1.Event.time:type_name -> google.protobuf.Timestamp
+	18, // 0: fleetgate.events.v1.Event.time:type_name -> google.protobuf.Timestamp
 	5,  // 1: fleetgate.events.v1.Event.backend_added:type_name -> fleetgate.events.v1.BackendAdded
 	6,  // 2: fleetgate.events.v1.Event.backend_removed:type_name -> fleetgate.events.v1.BackendRemoved
 	7,  // 3: fleetgate.events.v1.Event.health_changed:type_name -> fleetgate.events.v1.HealthChanged
 	9,  // 4: fleetgate.events.v1.Event.catalog_changed:type_name -> fleetgate.events.v1.CatalogChanged
-	10, // 5: fleetgate.events.v1.Event.policy_changed:type_name -> fleetgate.events.v1.PolicyChanged
-	11, // 6: fleetgate.events.v1.Event.naming_changed:type_name -> fleetgate.events.v1.NamingChanged
+	11, // 5: fleetgate.events.v1.Event.policy_changed:type_name -> fleetgate.events.v1.PolicyChanged
+	12, // 6: fleetgate.events.v1.Event.naming_changed:type_name -> fleetgate.events.v1.NamingChanged
 	4,  // 7: fleetgate.events.v1.BackendConfig.headers:type_name -> fleetgate.events.v1.HeaderRef
 	4,  // 8: fleetgate.events.v1.BackendConfig.env:type_name -> fleetgate.events.v1.HeaderRef
 	3,  // 9: fleetgate.events.v1.BackendConfig.auth:type_name -> fleetgate.events.v1.BackendAuth
@@ -1442,18 +1542,19 @@ var file_events_proto_depIdxs = []int32{
 	2,  // 12: fleetgate.events.v1.BackendRemoved.config:type_name -> fleetgate.events.v1.BackendConfig
 	0,  // 13: fleetgate.events.v1.CatalogChanged.compression:type_name -> fleetgate.events.v1.Compression
 	8,  // 14: fleetgate.events.v1.CatalogChanged.invalid_tools:type_name -> fleetgate.events.v1.InvalidTool
-	12, // 15: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
-	13, // 16: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
-	14, // 17: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
-	14, // 18: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
-	14, // 19: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
-	15, // 20: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
-	1,  // 21: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	10, // 15: fleetgate.events.v1.CatalogChanged.stateless_lists:type_name -> fleetgate.events.v1.EraLists
+	13, // 16: fleetgate.events.v1.NamingChanged.spec:type_name -> fleetgate.events.v1.NamingSpec
+	14, // 17: fleetgate.events.v1.NamingSpec.backends:type_name -> fleetgate.events.v1.BackendNaming
+	15, // 18: fleetgate.events.v1.BackendNaming.tools:type_name -> fleetgate.events.v1.NameRules
+	15, // 19: fleetgate.events.v1.BackendNaming.prompts:type_name -> fleetgate.events.v1.NameRules
+	15, // 20: fleetgate.events.v1.BackendNaming.resources:type_name -> fleetgate.events.v1.NameRules
+	16, // 21: fleetgate.events.v1.NameRules.rename:type_name -> fleetgate.events.v1.NameRename
+	1,  // 22: fleetgate.events.v1.OutboxEntry.event:type_name -> fleetgate.events.v1.Event
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -1475,7 +1576,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,18 +26,61 @@ func View(g *events.Group, fallbackSep string, prev *catalog.View) *catalog.View
 	return catalog.Aggregate(Sources(g), Options(g, fallbackSep, prev))
 }
 
+// StatelessView is the view clients of the stateless generation are
+// served when it differs from View's: some backend of g lists them other
+// definitions (events.Catalog.Stateless) and the edges speak that
+// generation to it (its credentials are not per caller: the edges call
+// such a backend in the session-based generation for every client, so
+// every client sees its session-based lists). Nil when no backend of g
+// does, the view being View's for every era.
+func StatelessView(g *events.Group, fallbackSep string, prev *catalog.View) *catalog.View {
+	if !eraDependent(g) {
+		return nil
+	}
+	return catalog.Aggregate(sources(g, true), Options(g, fallbackSep, prev))
+}
+
+// eraDependent reports whether some advertisable backend of g lists the stateless
+// generation other definitions, which the edges serve its clients.
+func eraDependent(g *events.Group) bool {
+	for _, name := range g.BackendNames() {
+		if b := g.Backends[name]; b.Advertisable && statelessLists(b) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// statelessLists are the stateless generation's lists of b that differ,
+// nil for none or for a backend the edges call with per-caller
+// credentials (in the session-based generation).
+func statelessLists(b *events.Backend) *catalog.EraLists {
+	if b.Catalog == nil || b.Catalog.Stateless == nil || b.Catalog.ProtocolVersion == "" || b.Config.Auth.PerCaller() {
+		return nil
+	}
+	return b.Catalog.Stateless
+}
+
 // Sources returns a source per backend of g with a catalog, in name order:
 // those not advertisable are marked Reserve.
-func Sources(g *events.Group) []catalog.Source {
+func Sources(g *events.Group) []catalog.Source { return sources(g, false) }
+
+// sources is Sources, of the stateless generation's lists where a backend
+// has its own (statelessLists) when stateless is set.
+func sources(g *events.Group, stateless bool) []catalog.Source {
 	var srcs []catalog.Source
 	for _, name := range g.BackendNames() {
 		b := g.Backends[name]
 		if b.Catalog == nil {
 			continue
 		}
-		srcs = append(srcs, catalog.Source{Backend: name, Tools: b.Catalog.Tools,
+		src := catalog.Source{Backend: name, Tools: b.Catalog.Tools,
 			Resources: b.Catalog.Resources, Prompts: b.Catalog.Prompts, ResourceTemplates: b.Catalog.ResourceTemplates,
-			Reserve: !b.Advertisable})
+			Reserve: !b.Advertisable}
+		if e := statelessLists(b); stateless && e != nil {
+			src.Tools, src.Resources, src.Prompts, src.ResourceTemplates = e.Tools, e.Resources, e.Prompts, e.ResourceTemplates
+		}
+		srcs = append(srcs, src)
 	}
 	return srcs
 }

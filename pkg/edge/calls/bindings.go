@@ -4,6 +4,7 @@ import (
 	goauth "github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
+	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 )
 
@@ -13,7 +14,7 @@ import (
 // unknown tool, not be checked against headers that would name its
 // parameters.
 func (pl *Plane) ParamBindings(ti *goauth.TokenInfo, ident, name string) []catalog.ParamBinding {
-	cur := pl.o.View()
+	cur := pl.o.View().Era(view.FirstStateless) // checked on calls of that generation only
 	b := cur.Catalog.ToolBindings(name)
 	if len(b) == 0 {
 		return nil

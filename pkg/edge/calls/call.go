@@ -59,7 +59,7 @@ type Route struct {
 // for an unknown tool).
 func (pl *Plane) Resolve(c Call) (Route, error) {
 	name := c.Name
-	cur := pl.o.View()
+	cur := pl.o.View().Era(c.era()) // era.go
 	rt := Route{Gen: pl.o.Generation(cur)}
 	entry, ok := cur.Catalog.Tool(name)
 	if !ok {

@@ -21,7 +21,7 @@ func (pl *Plane) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	pl.inflight.Add(1)
 	defer pl.inflight.Add(-1)
 	name := req.Params.Name
-	cur := pl.o.View()
+	cur := pl.o.View().Era(metaRevision(req.Params.Meta)) // era.go
 	entry, ok := cur.Catalog.Prompt(name)
 	cfg, ok := pl.Reachable(cur, entry.Backend, ok, req.GetExtra(), policy.KindPrompt, name)
 	if !ok {
@@ -70,12 +70,13 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	pl.inflight.Add(1)
 	defer pl.inflight.Add(-1)
 	uri := req.Params.URI
-	cur := pl.o.View()
+	rev := metaRevision(req.Params.Meta) // era.go
+	cur := pl.o.View().Era(rev)
 	entry, ok := cur.Catalog.Resource(uri)
 	if !ok {
 		// An expansion of a resource template is read at the template's
 		// backend, under the URI as sent.
-		if t, tok := pl.Template(uri); tok {
+		if t, tok := pl.Template(uri, rev); tok {
 			entry, ok = catalog.ResourceEntry{URI: uri, Backend: t.Backend, OriginalURI: uri}, true
 		}
 	}
@@ -89,7 +90,7 @@ func (pl *Plane) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	it := item{method: "resources/read", name: uri, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta,
 		responses: req.Params.InputResponses, state: req.Params.RequestState, extra: req.GetExtra()}
-	rev := revisionOf(cur, entry.Backend, cfg)
+	rev = revisionOf(cur, entry.Backend, cfg)
 	if st, bridged, err := pl.statelessOf(cur, it, entry.Backend, rev); err != nil {
 		return nil, err
 	} else if st != nil {
@@ -166,7 +167,8 @@ func (pl *Plane) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	if ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: no ref"}
 	}
-	cur := pl.o.View()
+	rev := metaRevision(req.Params.Meta) // era.go
+	cur := pl.o.View().Era(rev)
 	var (
 		owner, name string
 		kind        policy.Kind
@@ -186,7 +188,7 @@ func (pl *Plane) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 			own.URI = entry.OriginalURI
 		}
 		if !ok { // a resource template's completion: by its uriTemplate
-			for _, t := range pl.Templates() {
+			for _, t := range pl.Templates(rev) {
 				if t.URITemplate == ref.URI {
 					owner, ok = t.Backend, true
 					break
@@ -204,23 +206,25 @@ func (pl *Plane) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	})
 }
 
-// Templates are the resource templates the edge serves: the view's,
-// without a policy. The tool policy has no rules for templates yet, so
-// an edge with a policy serves none (fails closed): a read of an
-// expansion is then refused as an unknown resource.
-func (pl *Plane) Templates() []catalog.TemplateEntry {
+// Templates are the resource templates the edge serves a client of
+// revision rev: the view's of its era, without a policy. The tool policy
+// has no rules for templates yet, so an edge with a policy serves none
+// (fails closed): a read of an expansion is then refused as an unknown
+// resource.
+func (pl *Plane) Templates(rev string) []catalog.TemplateEntry {
 	if pl.pol.Load() != nil {
 		return nil
 	}
-	return pl.o.View().Catalog.Templates
+	return pl.o.View().Era(rev).Catalog.Templates
 }
 
-// Template is the served resource template uri is an expansion of.
-func (pl *Plane) Template(uri string) (catalog.TemplateEntry, bool) {
+// Template is the resource template served to a client of revision rev
+// that uri is an expansion of.
+func (pl *Plane) Template(uri, rev string) (catalog.TemplateEntry, bool) {
 	if pl.pol.Load() != nil {
 		return catalog.TemplateEntry{}, false
 	}
-	return pl.o.View().Catalog.Template(uri)
+	return pl.o.View().Era(rev).Catalog.Template(uri)
 }
 
 // statelessOf is the stateless request of item it to backend b (at

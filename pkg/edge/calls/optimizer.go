@@ -40,7 +40,7 @@ func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Requ
 		if r.Params != nil {
 			cursor = r.Params.Cursor
 		}
-		sv := pl.VisibleTo(s.Served(), r.GetExtra())
+		sv := pl.VisibleTo(s.Served().Era(rev), r.GetExtra())
 		page, err := view.ToolsPage(sv, sv.Index.Advertised, cursor, rev)
 		if err != nil {
 			return nil, true, err
@@ -49,9 +49,13 @@ func (pl *Plane) Optimizer(ctx context.Context, s *session.Session, req mcp.Requ
 	case *mcp.CallToolRequest:
 		switch r.Params.Name {
 		case view.FindToolName:
-			return pl.findTool(s.Served(), r.GetExtra(), r.Params.Arguments, rev), true, nil // findsignin.go
+			return pl.findTool(s.Served().Era(rev), r.GetExtra(), r.Params.Arguments, rev), true, nil // findsignin.go
 		case view.CallToolName:
-			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments)
+			st, err := statelessCall(s, r) // era.go
+			if err != nil {
+				return nil, true, err
+			}
+			res, err := pl.callMeta(ctx, s, r.GetExtra(), r.Params.Arguments, st)
 			return res, true, err
 		}
 	}
@@ -146,13 +150,13 @@ func parseCallArgs(raw json.RawMessage) (name string, args json.RawMessage, err 
 // passthrough tools/call of it would be (Plane.Run: same routing by the
 // current view, pool, timeout and metrics). A tool the current view does
 // not hold gets an isError result naming it.
-func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage) (*mcp.CallToolResult, error) {
+func (pl *Plane) callMeta(ctx context.Context, s *session.Session, x *mcp.RequestExtra, raw json.RawMessage, st *backend.Stateless) (*mcp.CallToolResult, error) {
 	ident, ti := pl.IdentityOf(x), TokenInfoOf(x)
 	name, args, err := parseCallArgs(raw)
 	if err != nil {
 		return toolError(err), nil
 	}
-	c := Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args}
+	c := Call{Session: s, Ident: ident, TokenInfo: ti, Name: name, Args: args, Stateless: st}
 	pl.Begin()
 	defer pl.End()
 	start := time.Now()

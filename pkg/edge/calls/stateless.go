@@ -71,7 +71,8 @@ func statelessOf(meta mcp.Meta, responses mcp.InputResponseMap, state string, x 
 // the view served now, speaks the stateless generation: its calls take
 // the go-sdk's path, which passes input requests and responses.
 func (pl *Plane) SpeaksStateless(name string) bool {
-	cur := pl.o.View()
+	cur := pl.o.View().Era(view.FirstStateless) // asked of calls of that generation
+
 	entry, ok := cur.Catalog.Tool(name)
 	return ok && cur.Revisions[entry.Backend] != ""
 }

@@ -36,11 +36,11 @@ func (sv *Servers) receiving(s *session.Session) mcp.Middleware {
 			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return sv.cached(view.ListTools(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return sv.cached(view.ListTools(sv.o.Calls.VisibleTo(s.Served().Era(revision(s)), r.GetExtra()), r, revision(s)))
 			case *mcp.ListPromptsRequest:
-				return sv.cached(view.ListPrompts(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return sv.cached(view.ListPrompts(sv.o.Calls.VisibleTo(s.Served().Era(revision(s)), r.GetExtra()), r, revision(s)))
 			case *mcp.ListResourcesRequest:
-				return sv.cached(view.ListResources(sv.o.Calls.VisibleTo(s.Served(), r.GetExtra()), r, revision(s)))
+				return sv.cached(view.ListResources(sv.o.Calls.VisibleTo(s.Served().Era(revision(s)), r.GetExtra()), r, revision(s)))
 			case *mcp.CallToolRequest:
 				// The call holds its request's slots while it runs, and
 				// ends if its client leaves first (package callslot).
@@ -73,7 +73,7 @@ func (sv *Servers) receiving(s *session.Session) mcp.Middleware {
 				}
 				return sv.cached(res, nil)
 			case *mcp.ListResourceTemplatesRequest:
-				return sv.cached(view.ListTemplates(sv.o.Calls.Templates(), revision(s)), nil)
+				return sv.cached(view.ListTemplates(sv.o.Calls.Templates(revision(s)), revision(s)), nil)
 			case *mcp.CompleteRequest:
 				res, err := sv.o.Calls.Complete(ctx, r)
 				return result(res, clientError(s, err))

@@ -89,6 +89,10 @@ func NewIndex(sv *Served, pinned []string, prev *Index) *Index {
 	slices.SortFunc(ti.Advertised, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	ti.Advertised = slices.CompactFunc(ti.Advertised, func(a, b *mcp.Tool) bool { return a.Name == b.Name })
 	ti.Built = time.Since(start)
+	if st := sv.Stateless; st != nil && st.Index == nil {
+		// The stateless generation's view is indexed with sv's (era.go).
+		st.Index = NewIndex(st, pinned, nil)
+	}
 	return ti
 }
 

@@ -51,6 +51,10 @@ type Served struct {
 	// Dropped lists definitions the go-sdk would refuse (AddTool panics);
 	// catalog validation should make this empty.
 	Dropped []string
+	// Stateless is what clients of the stateless generation are served
+	// when some backend lists them other definitions (era.go); nil when
+	// they are served s itself. Era picks.
+	Stateless *Served
 
 	// items are the view's items as the tool policy decides over them,
 	// built on first use (Items): only an edge with a policy needs them.
@@ -74,6 +78,9 @@ func (s *Served) Items() *policy.ItemSet {
 func (s *Served) Filter(allowed func(k policy.Kind, name string) bool) *Served {
 	f := &Served{Gen: s.Gen, Catalog: s.Catalog, Backends: s.Backends, Revisions: s.Revisions, StatelessOnly: s.StatelessOnly, Dropped: s.Dropped,
 		Tools: map[string]*mcp.Tool{}, Prompts: map[string]*mcp.Prompt{}, Resources: map[string]*mcp.Resource{}}
+	if s.Stateless != nil {
+		f.Stateless = s.Stateless.Filter(allowed) // callers filter Era's value; this only keeps the eras apart
+	}
 	for _, t := range s.ToolList {
 		if allowed(policy.KindTool, t.Name) {
 			f.ToolList = append(f.ToolList, t)
@@ -165,10 +172,17 @@ func statelessOnly(g *events.Group, cfgs map[string]events.BackendConfig) map[st
 // separator for a log without a naming event for the group.
 func Build(gen uint64, g *events.Group, sep string, prev *Served) *Served {
 	cfgs := advertised(g)
-	v := fromstate.View(g, sep, prev.Catalog)
+	s := build(gen, fromstate.View(g, sep, prev.Catalog), prev)
+	s.Backends, s.Revisions, s.StatelessOnly = cfgs, revisions(g, cfgs), statelessOnly(g, cfgs)
+	s.Stateless = buildStateless(g, sep, s, prev) // era.go
+	return s
+}
+
+// build is the Served value of view v at gen, sharing the go-sdk values
+// of prev's byte-identical definitions.
+func build(gen uint64, v *catalog.View, prev *Served) *Served {
 	s := &Served{Gen: gen, Catalog: v, Tools: make(map[string]*mcp.Tool, len(v.Tools)),
-		Prompts: make(map[string]*mcp.Prompt, len(v.Prompts)), Resources: make(map[string]*mcp.Resource, len(v.Resources)),
-		Backends: cfgs, Revisions: revisions(g, cfgs), StatelessOnly: statelessOnly(g, cfgs)}
+		Prompts: make(map[string]*mcp.Prompt, len(v.Prompts)), Resources: make(map[string]*mcp.Resource, len(v.Resources))}
 	probe := mcp.NewServer(&mcp.Implementation{Name: "probe"}, nil)
 	for _, te := range v.Tools {
 		if old, ok := prev.Catalog.Tool(te.Exposed); ok && bytes.Equal(old.Def, te.Def) && prev.Tools[te.Exposed] != nil {
@@ -271,10 +285,19 @@ func tryAdd(f func()) (err error) {
 	return nil
 }
 
-// Change says which lists differ between two served values.
-type Change struct{ Tools, Prompts, Resources bool }
+// Change says which lists differ between two served values: those the
+// session-based revisions are served, and, when either value serves the
+// eras differently (Eras), those the stateless generation is served (the
+// Stateless members; era.go). Era picks a client's.
+type Change struct {
+	Tools, Prompts, Resources                            bool
+	Eras                                                 bool
+	StatelessTools, StatelessPrompts, StatelessResources bool
+}
 
-func (c Change) None() bool { return !c.Tools && !c.Prompts && !c.Resources }
+func (c Change) None() bool {
+	return !c.Tools && !c.Prompts && !c.Resources && !c.StatelessTools && !c.StatelessPrompts && !c.StatelessResources
+}
 
 // List kinds as bits: of a change (Bits), of the list_changed
 // notifications a session is owed, and of a listen request's
@@ -303,6 +326,16 @@ func (c Change) Bits() uint8 {
 // Between compares two served values; an empty change means no
 // session needs telling.
 func Between(old, next *Served) Change {
+	c := between(old, next)
+	if old.Stateless != nil || next.Stateless != nil {
+		st := between(old.Era(FirstStateless), next.Era(FirstStateless))
+		c.Eras, c.StatelessTools, c.StatelessPrompts, c.StatelessResources = true, st.Tools, st.Prompts, st.Resources
+	}
+	return c
+}
+
+// between is Between of one era's values.
+func between(old, next *Served) Change {
 	d := catalog.Diff(old.Catalog, next.Catalog)
 	return Change{
 		Tools:     len(d.Added)+len(d.Removed)+len(d.Changed) > 0 || len(old.ToolList) != len(next.ToolList),
