@@ -2,7 +2,6 @@ package records
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,18 +21,12 @@ const statusAttachRetry = 10 * time.Second
 // runStatus writes the edge's status record until ctx ends.
 func (r *Recorder) runStatus(ctx context.Context) {
 	var kv jetstream.KeyValue
-	for tried := false; kv == nil; {
+	for kv == nil {
+		// Looked up, never made: an edge user may not create streams
+		// (the attempt is a permission violation on the server).
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		var err error
 		kv, err = r.js.KeyValue(actx, edgestatus.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) && !tried {
-			// Made once, where no controller provisions it (an edge
-			// user may not: one refusal, not one every retry).
-			tried = true
-			if err = edgestatus.Provision(actx, r.js, 1); err == nil {
-				kv, err = r.js.KeyValue(actx, edgestatus.Bucket)
-			}
-		}
 		cancel()
 		if err != nil {
 			kv = nil
