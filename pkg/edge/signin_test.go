@@ -105,6 +105,7 @@ type signInFleet struct {
 	a, b    *recordEdge
 	proxy   *switchProxy
 	key     *signin.Key
+	fleet   *sharedFleet
 }
 
 func startSignInFleet(t testing.TB, before string) *signInFleet {
@@ -120,7 +121,7 @@ const signInClient = "fleet-edge"
 func startSignInFleetWith(t testing.TB, before string, more func(*Options)) *signInFleet {
 	t.Helper()
 	f := newSharedFleet(t)
-	sf := &signInFleet{idp: issuertest.New(t, nil), as: issuertest.New(t, nil)}
+	sf := &signInFleet{idp: issuertest.New(t, nil), as: issuertest.New(t, nil), fleet: f}
 	sf.docs = startDocsBackend(t, sf.as)
 	key, err := signin.NewKey([]byte(strings.Repeat("k", 32)))
 	if err != nil {

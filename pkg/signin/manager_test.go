@@ -144,6 +144,13 @@ func TestSignInAcrossEdges(t *testing.T) {
 	if _, err := f.b.Complete(ctx, state+"x", code, "", noSecret); !errors.Is(err, ErrRefused) && !errors.Is(err, ErrMalformed) {
 		t.Fatalf("altered state: %v", err)
 	}
+	// An edge that takes no unbound sign-in refuses a state another edge
+	// made unbound, before the code is redeemed.
+	f.b.o.Unbound = false
+	if _, err := f.b.Complete(ctx, state, code, "", noSecret); !errors.Is(err, ErrNoBinding) || len(iss.CodeGrants()) != 0 {
+		t.Fatalf("an unbound state on an edge that takes none: %v (grants %d)", err, len(iss.CodeGrants()))
+	}
+	f.b.o.Unbound = true
 	p, err := f.b.Complete(ctx, state, code, "", noSecret)
 	if err != nil || p.Identity != alice || p.Backend != "docs" {
 		t.Fatalf("complete: %+v %v", p, err)

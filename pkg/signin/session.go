@@ -63,6 +63,11 @@ func (m *Manager) Complete(ctx context.Context, state, code, cookie string, secr
 	if err != nil {
 		return Pending{}, err
 	}
+	if p.Bind == "" && !m.o.Unbound {
+		// A state another edge made unbound (--signin-unbound, or an
+		// older edge): this edge takes none.
+		return Pending{}, fmt.Errorf("callback: %w", ErrNoBinding)
+	}
 	if m.o.Login != nil || p.Bind != "" {
 		b, err := m.o.Key.OpenBinding(cookie, now)
 		if err != nil {

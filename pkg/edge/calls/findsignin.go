@@ -33,7 +33,7 @@ func (pl *Plane) findTool(served *view.Served, x *mcp.RequestExtra, args json.Ra
 		return res
 	}
 	signIn := map[string]*mcp.Tool{} // by backend: the sign-in tools the caller is offered
-	for _, b := range signInBackends(pv) {
+	for _, b := range pl.signInBackends(pv) {
 		if t := sv.Tools[b+pl.o.Separator+SignInTool]; t != nil {
 			signIn[b] = t
 		}

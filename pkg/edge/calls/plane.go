@@ -106,6 +106,7 @@ type Plane struct {
 	heldStop     context.CancelFunc
 	record       func(calltrail.Entry) // the trail's Record; nil: none kept
 	signIns      signInViews
+	waits        signInWaits // retries waiting for a sign-in (signinresume.go)
 }
 
 // New returns a plane with options o.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -57,6 +58,9 @@ var errSignInNeeded = errors.New("the caller has not signed in to the backend")
 type signInViews struct {
 	mu    sync.Mutex
 	views map[signInKey]*view.Served
+	// offered are, by the caller's view (policy applied), the user_oauth
+	// backends of which it keeps a tool: only those offer their sign-in.
+	offered map[*view.Served][]string
 }
 
 type signInKey struct {
@@ -77,15 +81,37 @@ func callerIdentity(ti *goauth.TokenInfo) string {
 	return ""
 }
 
-// signInBackends are the user_oauth backends of sv, sorted.
-func signInBackends(sv *view.Served) []string {
-	var out []string
-	for name, cfg := range sv.Backends {
-		if cfg.Auth.SignIn() {
-			out = append(out, name)
-		}
+// signInBackends are the user_oauth backends of sv (the caller's view,
+// its policy applied) of which sv keeps a tool, sorted: a backend the
+// policy denies the caller entirely offers no sign-in either.
+func (pl *Plane) signInBackends(sv *view.Served) []string {
+	c := &pl.signIns
+	c.mu.Lock()
+	out, ok := c.offered[sv]
+	c.mu.Unlock()
+	if ok {
+		return out
 	}
-	slices.Sort(out)
+	some := false
+	for _, cfg := range sv.Backends {
+		some = some || cfg.Auth.SignIn()
+	}
+	if some {
+		kept := map[string]bool{}
+		for name := range sv.Tools {
+			if b := sv.OwnerOf(policy.KindTool, name); !kept[b] && sv.Backends[b].Auth.SignIn() {
+				kept[b] = true
+				out = append(out, b)
+			}
+		}
+		slices.Sort(out)
+	}
+	c.mu.Lock()
+	if c.offered == nil || len(c.offered) >= maxSignInViews {
+		c.offered = map[*view.Served][]string{}
+	}
+	c.offered[sv] = out
+	c.mu.Unlock()
 	return out
 }
 
@@ -95,7 +121,7 @@ func (pl *Plane) signInView(sv *view.Served, ti *goauth.TokenInfo) *view.Served 
 	if pl.o.SignIns == nil {
 		return sv
 	}
-	names := signInBackends(sv)
+	names := pl.signInBackends(sv)
 	if len(names) == 0 {
 		return sv
 	}
@@ -151,7 +177,11 @@ func (pl *Plane) signInCall(ctx context.Context, sv *view.Served, c Call, start 
 	if pl.o.SignIns == nil {
 		return reply, false
 	}
-	for _, b := range signInBackends(sv) {
+	x := &mcp.RequestExtra{TokenInfo: c.TokenInfo, Header: http.Header{}}
+	if pl.o.IdentityHeader != "" && c.Ident != "" {
+		x.Header.Set(pl.o.IdentityHeader, c.Ident)
+	}
+	for _, b := range pl.signInBackends(pl.policyView(sv, x)) { // the caller's, as Resolve judges it
 		var what string
 		switch c.Name {
 		case b + pl.o.Separator + SignInTool:
@@ -267,5 +297,13 @@ func SignInError(reply backend.Reply) *jsonrpc.Error {
 // PerCallerLists reports whether the lists served now differ by caller
 // for their sign-ins (a user_oauth backend is served).
 func (pl *Plane) PerCallerLists() bool {
-	return pl.o.SignIns != nil && len(signInBackends(pl.o.View())) > 0
+	if pl.o.SignIns == nil {
+		return false
+	}
+	for _, cfg := range pl.o.View().Backends {
+		if cfg.Auth.SignIn() {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,12 +55,54 @@ func (pl *Plane) resumeSignIn(ctx context.Context, c Call, identity, b string) r
 	if !accepted(responses) {
 		return resumedPending
 	}
+	if !pl.waits.hold(identity) { // too many waiting: the URL again, at once
+		return resumedPending
+	}
+	defer pl.waits.release(identity)
 	ctx, cancel := context.WithTimeout(ctx, signInWait)
 	defer cancel()
 	if pl.o.SignIns.Wait(ctx, identity, b) {
 		return resumedSignedIn
 	}
 	return resumedPending
+}
+
+// Bounds of the retries waiting for a sign-in: each holds its request
+// (and its call slot) up to signInWait.
+const (
+	maxWaitsPerIdentity = 4
+	maxWaits            = 256
+)
+
+// signInWaits counts the retries waiting for a sign-in, by identity.
+type signInWaits struct {
+	mu sync.Mutex
+	n  int
+	by map[string]int
+}
+
+// hold counts one more waiter of identity, false beyond the bounds.
+func (w *signInWaits) hold(identity string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n >= maxWaits || w.by[identity] >= maxWaitsPerIdentity {
+		return false
+	}
+	if w.by == nil {
+		w.by = map[string]int{}
+	}
+	w.n++
+	w.by[identity]++
+	return true
+}
+
+func (w *signInWaits) release(identity string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n--
+	if w.by[identity]--; w.by[identity] <= 0 {
+		delete(w.by, identity)
+	}
 }
 
 // accepted reports whether the inputResponses (JSON; bounded) accept the

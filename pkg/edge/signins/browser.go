@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -41,7 +42,17 @@ func (wb *Web) cookiePath() string {
 	if wb.secure {
 		return "/"
 	}
-	return "/oauth/"
+	return wb.prefix + "/oauth/" // as the browser reaches the routes behind a prefix
+}
+
+// pathPrefix is the path of public URL base without its final slash
+// ("" for none or an unparsable one).
+func pathPrefix(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
 // setCookie sets the binding cookie (v "" clears it) until expires.

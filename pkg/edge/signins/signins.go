@@ -69,7 +69,7 @@ func Open(eo *EdgeOptions, mcpAddr string, o Options) (*signin.Manager, *Web) {
 	if base == "" {
 		base = "http://" + mcpAddr
 	}
-	web := &Web{secure: secureBase(base)}
+	web := &Web{secure: secureBase(base), prefix: pathPrefix(base)}
 	var login *signin.Login
 	if eo.LoginClientID != "" && o.Fleet != nil {
 		login = &signin.Login{Fleet: *o.Fleet, ClientID: eo.LoginClientID, ClientSecret: eo.LoginClientSecret,
@@ -105,7 +105,8 @@ type Options struct {
 // answers them as an edge that keeps no sign-ins (Absent).
 type Web struct {
 	o      Options
-	secure bool // the public URL is https: the binding cookie is Secure
+	secure bool   // the public URL is https: the binding cookie is Secure
+	prefix string // the public URL's path ("" or "/gw"): the http cookie's path is under it
 }
 
 // New returns the Web of o.

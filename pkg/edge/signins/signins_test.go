@@ -75,18 +75,19 @@ func TestCallbackPath(t *testing.T) {
 	}
 }
 
-// The binding cookie is HttpOnly and SameSite=Lax, scoped to /oauth/, or
-// a Secure __Host- cookie when the public URL is https; a cleared one
-// expires at once.
+// The binding cookie is HttpOnly and SameSite=Lax, scoped to /oauth/
+// under the public URL's path, or a Secure __Host- cookie when the public
+// URL is https; a cleared one expires at once.
 func TestBindingCookie(t *testing.T) {
-	for _, base := range []string{"https://mcp.example.com", "http://127.0.0.1:8080"} {
-		wb := &Web{secure: secureBase(base)}
+	for base, want := range map[string]string{"https://mcp.example.com/gw": "/", "http://127.0.0.1:8080": "/oauth/",
+		"http://127.0.0.1:8080/gw/": "/gw/oauth/"} {
+		wb := &Web{secure: secureBase(base), prefix: pathPrefix(base)}
 		rec := httptest.NewRecorder()
 		wb.setCookie(rec, "fb1.v", time.Now().Add(time.Minute))
 		c := rec.Result().Cookies()[0]
-		name, path := CookieName, "/oauth/"
+		name, path := CookieName, want
 		if strings.HasPrefix(base, "https:") {
-			name, path = SecureCookieName, "/"
+			name = SecureCookieName
 		}
 		if c.Name != name || c.Value != "fb1.v" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != path ||
 			c.Secure != strings.HasPrefix(base, "https:") || c.MaxAge < 1 || c.MaxAge > 60 {
