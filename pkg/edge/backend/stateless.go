@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,15 +63,30 @@ type Request struct {
 // JSON-RPC error. It is never retried: with no session, nothing tells that
 // a failed exchange did not run the request.
 func (p *Pool) Stateless(ctx context.Context, r Request) (json.RawMessage, error) {
+	var user *userAuth // a per-caller backend's: the caller's token (percaller.go)
+	if perCaller(r.Config) {
+		c, err := p.connOf(ctx, r.Backend, r.Config) // before detach drops the caller
+		if err != nil {
+			return nil, callError(r.Backend, r.Method, err)
+		}
+		user = c.user
+	}
 	ctx, cancel := detach(ctx, p.timeout, r.Later != nil)
 	defer cancel()
 	start := time.Now()
-	raw, err := p.statelessExchange(ctx, r)
+	raw, err := p.statelessExchange(ctx, r, user)
+	var st *errHTTPStatus
+	if user != nil && errors.As(err, &st) && st.code == http.StatusUnauthorized {
+		// The caller's token refused: not run, so sent once more with a
+		// new one (exchanged again, or refreshed).
+		user.forget()
+		raw, err = p.statelessExchange(ctx, r, user)
+	}
 	if p.obs != nil {
 		p.obs.BackendCall(r.Backend, r.Method, time.Since(start), err)
 	}
 	if err != nil {
-		return nil, backendError(r.Backend, r.Method, err)
+		return nil, callError(r.Backend, r.Method, err) // a caller's token not obtained: its kind
 	}
 	return raw, nil
 }
@@ -105,7 +121,7 @@ func (st *Stateless) AddTo(params map[string]any) {
 	}
 }
 
-func (p *Pool) statelessExchange(ctx context.Context, r Request) (json.RawMessage, error) {
+func (p *Pool) statelessExchange(ctx context.Context, r Request, user *userAuth) (json.RawMessage, error) {
 	id := "fleetgate-" + strconv.FormatUint(p.ids.Add(1), 10)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": r.Method, "params": r.Params})
 	if err != nil {
@@ -136,6 +152,13 @@ func (p *Pool) statelessExchange(ctx context.Context, r Request) (json.RawMessag
 		if err := p.conn(r.Backend, r.Config).creds.Apply(req.Header); err != nil {
 			return nil, err
 		}
+	}
+	if user != nil {
+		v, err := user.authorization(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", v)
 	}
 	resp, err := p.send(ctx, req)
 	if err != nil {
