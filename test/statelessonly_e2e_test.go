@@ -57,7 +57,18 @@ func (b *teeBody) Read(p []byte) (int, error) {
 // before answering.
 func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 	t.Helper()
-	b := startBackend(t, "alpha", &demobackend.Options{StatelessOnly: true})
+	b := startBackend(t, "alpha", &demobackend.Options{StatelessOnly: true,
+		Complete: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			var vals []string
+			if r.Params.Ref.Name == "greet" {
+				for _, v := range []string{"ada", "alan", "grace"} {
+					if strings.HasPrefix(v, r.Params.Argument.Value) {
+						vals = append(vals, v)
+					}
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vals, Total: len(vals)}}, nil
+		}})
 	b.Server().AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
 	})
@@ -91,7 +102,8 @@ func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 // when it declared elicitation (the call retried with its answer), and
 // fails the call of one that did not, naming why (a backend asking
 // forever fails the call after a bounded number of rounds; a prompt asking
-// fails naming why); it going down is seen and its tools leave.
+// fails naming why); a completion of its prompt's argument reaches it
+// in its revision for both; it going down is seen and its tools leave.
 func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 	node := startNATS(t)
 	alpha := statelessOnlyBackend(t)
@@ -152,7 +164,12 @@ func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].URI != "demo://alpha/readme" {
 			t.Fatalf("%s: read: %v %+v", rev, err, rr)
 		}
-		contents = append(contents, []any{res.Content, pr.Messages, rr.Contents})
+		cr, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "alpha_greet"},
+			Argument: mcp.CompleteParamsArgument{Name: "name", Value: "a"}})
+		if err != nil || !slices.Equal(cr.Completion.Values, []string{"ada", "alan"}) {
+			t.Fatalf("%s: completion: %v %+v", rev, err, cr)
+		}
+		contents = append(contents, []any{res.Content, pr.Messages, rr.Contents, cr.Completion})
 	}
 	a, _ := json.Marshal(contents[0])
 	b, _ := json.Marshal(contents[1])

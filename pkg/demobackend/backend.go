@@ -41,6 +41,9 @@ type Options struct {
 	// protocol, is refused with an unsupported-protocol-version error.
 	// Not with SSE.
 	StatelessOnly bool
+	// Complete answers completion/complete (the completions capability);
+	// nil: none.
+	Complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 }
 
 // newProtocol is the first protocol version without sessions.
@@ -75,7 +78,8 @@ func New(name string, o *Options) *Backend {
 	}
 	b.token.Store("")
 	b.srv = mcp.NewServer(&mcp.Implementation{Name: "demo-" + name, Version: "1.0.0"}, &mcp.ServerOptions{
-		PageSize: b.opts.PageSize,
+		PageSize:          b.opts.PageSize,
+		CompletionHandler: b.opts.Complete,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},

@@ -200,10 +200,42 @@ func (pl *Plane) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: %s %q: %v", ref.Type, name, ErrUnavailable)}
 	}
+	it := item{method: "completion/complete", name: name, ident: pl.IdentityOf(req.GetExtra()), meta: req.Params.Meta, extra: req.GetExtra()}
+	if st, bridged, err := pl.statelessOf(cur, it, owner, revisionOf(cur, owner, cfg)); err != nil {
+		return nil, err
+	} else if st != nil { // in the backend's stateless revision, as prompts/get
+		return pl.completeStateless(ctx, owner, cfg, st, bridged, &own, req.Params)
+	}
 	params := &mcp.CompleteParams{Ref: &own, Argument: req.Params.Argument, Context: req.Params.Context}
 	return backend.Do(ctx, pl.o.Pool, owner, cfg, "completion/complete", nil, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
 		return cs.Complete(ctx, params)
 	})
+}
+
+// completeStateless sends a completion of ref (the backend's own) to
+// backend b as a request of the stateless revision st: a client's of that
+// revision, or bridged for a client of the session-based ones (the
+// result then without the members of the later revision).
+func (pl *Plane) completeStateless(ctx context.Context, b string, cfg events.BackendConfig, st *backend.Stateless, bridged bool,
+	ref *mcp.CompleteReference, in *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	p := map[string]any{"ref": ref, "argument": in.Argument}
+	if in.Context != nil {
+		p["context"] = in.Context
+	}
+	st.AddTo(p)
+	raw, err := pl.o.Pool.Stateless(ctx, backend.Request{Backend: b, Config: cfg, Revision: st.Revision,
+		Method: "completion/complete", Params: p, ParamHeaders: st.ParamHeaders})
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CompleteResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("completion: decode result: %w", err)
+	}
+	if bridged {
+		return &mcp.CompleteResult{Meta: withoutServerInfo(res.Meta), Completion: res.Completion}, nil
+	}
+	return &res, nil
 }
 
 // Templates are the resource templates the edge serves a client of
