@@ -57,7 +57,7 @@ func (b *teeBody) Read(p []byte) (int, error) {
 // before answering.
 func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 	t.Helper()
-	b := startBackend(t, "alpha", &demobackend.Options{StatelessOnly: true,
+	b := startBackend(t, "alpha", &demobackend.Options{StatelessOnly: true, Subscribe: true,
 		Complete: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var vals []string
 			if r.Params.Ref.Name == "greet" {
@@ -103,7 +103,9 @@ func statelessOnlyBackend(t *testing.T) *demobackend.Backend {
 // fails the call of one that did not, naming why (a backend asking
 // forever fails the call after a bounded number of rounds; a prompt asking
 // fails naming why); a completion of its prompt's argument reaches it
-// in its revision for both; it going down is seen and its tools leave.
+// in its revision for both, and a 2025-11-25 client's resource
+// subscription hears the backend's update; it going down is seen and its
+// tools leave.
 func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 	node := startNATS(t)
 	alpha := statelessOnlyBackend(t)
@@ -175,6 +177,35 @@ func TestStatelessOnlyBackendThroughEdge(t *testing.T) {
 	b, _ := json.Marshal(contents[1])
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("content differs by revision:\n2025-11-25 %s\n2026-07-28 %s", a, b)
+	}
+
+	// A resource subscription of a 2025-11-25 client: the edge subscribes
+	// on its pooled session of the backend's revision (a listen stream),
+	// and the backend's update reaches the client.
+	updated := make(chan string, 4)
+	sub := mcp.NewClient(&mcp.Implementation{Name: "subscriber"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI }})
+	scs, err := sub.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.MCPURL()}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scs.Close()
+	if err := scs.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://alpha/readme"}); err != nil {
+		t.Fatalf("subscription to a stateless-only backend's resource: %v", err)
+	}
+	for got := ""; got == ""; {
+		if err := alpha.Server().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "demo://alpha/readme"}); err != nil {
+			t.Fatal(err)
+		}
+		select { // the backend's listen stream may still be opening: told again
+		case got = <-updated:
+			if got != "demo://alpha/readme" {
+				t.Fatalf("update of %q", got)
+			}
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the backend's resource update never reached the subscriber")
+		}
 	}
 
 	res, err := ncs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_ask", Arguments: map[string]any{}})

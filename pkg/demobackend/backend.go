@@ -44,6 +44,9 @@ type Options struct {
 	// Complete answers completion/complete (the completions capability);
 	// nil: none.
 	Complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
+	// Subscribe takes resource subscriptions (Server().ResourceUpdated
+	// tells the subscribers).
+	Subscribe bool
 }
 
 // newProtocol is the first protocol version without sessions.
@@ -78,8 +81,10 @@ func New(name string, o *Options) *Backend {
 	}
 	b.token.Store("")
 	b.srv = mcp.NewServer(&mcp.Implementation{Name: "demo-" + name, Version: "1.0.0"}, &mcp.ServerOptions{
-		PageSize:          b.opts.PageSize,
-		CompletionHandler: b.opts.Complete,
+		PageSize:           b.opts.PageSize,
+		CompletionHandler:  b.opts.Complete,
+		SubscribeHandler:   subscribeIf(b.opts.Subscribe),
+		UnsubscribeHandler: unsubscribeIf(b.opts.Subscribe),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
@@ -104,6 +109,22 @@ func New(name string, o *Options) *Backend {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from " + name}}}}, nil
 		})
 	return b
+}
+
+// subscribeIf and unsubscribeIf take every subscription when on (the
+// go-sdk keeps the subscribers); nil otherwise.
+func subscribeIf(on bool) func(context.Context, *mcp.SubscribeRequest) error {
+	if !on {
+		return nil
+	}
+	return func(context.Context, *mcp.SubscribeRequest) error { return nil }
+}
+
+func unsubscribeIf(on bool) func(context.Context, *mcp.UnsubscribeRequest) error {
+	if !on {
+		return nil
+	}
+	return func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
 }
 
 // Name is the backend's name.

@@ -210,6 +210,7 @@ func (e *Edge) wire() {
 	}
 	e.calls = calls.New(co)
 	e.pool.OnResourceUpdated(e.calls.ResourceUpdated)
+	e.pool.SetStatelessOnly(func(b string) bool { return e.current().StatelessOnly[b] })
 	e.lanes = lane.New(lane.Options{Edge: edgeForLanes{e}, Hijacks: e.hj, Addr: e.mcpLn.Addr(), HeaderTimeout: opts.HeaderTimeout,
 		BodyTimeout: opts.BodyTimeout, IdleTimeout: opts.IdleTimeout, ShutdownTimeout: opts.ShutdownTimeout,
 		Disabled: opts.paths.noLanes, MaxBody: maxBody, Registry: opts.Registry})

@@ -69,6 +69,10 @@ type Pool struct {
 	// its resources/updated (subscribe.go).
 	sessionNames sync.Map
 	updated      func(backend, caller, uri string)
+	// statelessOnly tells a backend that speaks only the stateless
+	// revision (its catalog says so): its pooled session is one of that
+	// revision (SetStatelessOnly). nil: none.
+	statelessOnly func(backend string) bool
 
 	// bg runs the notifications/cancelled sends; ctx ends them at closeAll.
 	// ctx is also the parent of the SSE sessions' streams.
@@ -354,7 +358,13 @@ func (p *Pool) session(ctx context.Context, c *backendConn) (*mcp.ClientSession,
 		// of the resources the edge's clients subscribed to (the edge
 		// learns of catalog changes from the event log, not from it).
 		t := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: c.sdk, MaxRetries: 2}
-		cs, err = p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocol})
+		proto := backendProtocol
+		if p.statelessOnly != nil && p.statelessOnly(c.name) {
+			// The go-sdk's client of the stateless revision (server/discover;
+			// each request on its own, subscriptions on a listen stream).
+			proto = statelessRevision
+		}
+		cs, err = p.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	}
 	if err != nil {
 		// No URL in the text: it may carry credentials.

@@ -44,6 +44,16 @@ func CallerKey(id *auth.Identity) string {
 	return id.Issuer + " " + id.Subject
 }
 
+// statelessRevision is the revision of a stateless-only backend's pooled
+// session.
+const statelessRevision = "2026-07-28"
+
+// SetStatelessOnly sets what tells the backends that speak only the
+// stateless revision (their pooled sessions, made after, are of it: the
+// requests that take the pooled session, resource subscriptions among
+// them, reach such a backend too). It is set before the pool is used.
+func (p *Pool) SetStatelessOnly(f func(backend string) bool) { p.statelessOnly = f }
+
 // OnResourceUpdated sets what hears a backend's
 // notifications/resources/updated: the backend's name, the caller of the
 // session it came on ("" for the shared session) and the resource's URI.
