@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,12 +318,30 @@ func TestHelperClientFleet(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FLEETGATE_HELPER_N"))
 	var mu sync.Mutex
 	w := bufio.NewWriter(os.Stdout)
+	// A notification's line is buffered and written by one flusher, many
+	// lines a write: the time is taken when the notification is read,
+	// and a write and a wake of the parent per notification would take
+	// the two cores from the edges being measured.
+	flush := make(chan struct{}, 1)
+	go func() {
+		for range flush {
+			mu.Lock()
+			w.Flush()
+			mu.Unlock()
+		}
+	}()
 	report := func(i int) {
 		at := time.Now().UnixNano()
 		mu.Lock()
-		fmt.Fprintf(w, "%d %d\n", i, at)
-		w.Flush()
+		b := w.AvailableBuffer()
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = strconv.AppendInt(append(b, ' '), at, 10)
+		w.Write(append(b, '\n'))
 		mu.Unlock()
+		select {
+		case flush <- struct{}{}:
+		default: // a flush is due already
+		}
 	}
 	open := openRawSession
 	switch os.Getenv("FLEETGATE_BENCH_CLIENT") {
@@ -352,7 +372,11 @@ func TestHelperClientFleet(t *testing.T) {
 	fmt.Fprintln(w, "ready")
 	w.Flush()
 	mu.Unlock()
+	profiling := startBenchProfile(fmt.Sprintf("client-%d", os.Getpid()))
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
+	if profiling {
+		pprof.StopCPUProfile()
+	}
 	for _, c := range closers {
 		sem <- struct{}{}
 		wg.Go(func() { defer func() { <-sem }(); c() })
@@ -478,9 +502,8 @@ func BenchmarkFanOut(b *testing.B) {
 		seen := make(map[int]bool, n)
 		var worst time.Duration
 		for len(seen) < n && cf.lines.Scan() {
-			var i int
-			var at int64
-			if _, err := fmt.Sscanf(cf.lines.Text(), "%d %d", &i, &at); err != nil {
+			i, at, ok := parseNote(cf.lines.Bytes())
+			if !ok {
 				b.Fatalf("client fleet: %q", cf.lines.Text())
 			}
 			if seen[i] {
@@ -497,6 +520,28 @@ func BenchmarkFanOut(b *testing.B) {
 		last = append(last, worst)
 	}
 	reportFanOut(b, n, all, last)
+}
+
+// startBenchProfile starts a CPU profile, name.prof in the directory
+// FLEETGATE_BENCH_PROF names, if it names one: the fan-out benchmarks
+// profile the edges during the events only, and each client fleet from
+// its sessions' start to the parent's end, to tell the edges' cost from
+// the synthetic clients' on the same cores. It reports whether it did.
+func startBenchProfile(name string) bool {
+	dir := os.Getenv("FLEETGATE_BENCH_PROF")
+	if dir == "" {
+		return false
+	}
+	f, err := os.Create(filepath.Join(dir, name+".prof"))
+	return err == nil && pprof.StartCPUProfile(f) == nil
+}
+
+// parseNote parses a client fleet's line "<client> <unix nanos>".
+func parseNote(line []byte) (i int, at int64, ok bool) {
+	a, b, found := strings.Cut(string(line), " ")
+	i, err1 := strconv.Atoi(a)
+	at, err2 := strconv.ParseInt(b, 10, 64)
+	return i, at, found && err1 == nil && err2 == nil
 }
 
 // demoOpts gives the fan-out and memory benchmarks a 20-tool backend.
@@ -574,9 +619,7 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 		eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n/2 })
 		go func() {
 			for cf.lines.Scan() {
-				var i int
-				var at int64
-				if _, err := fmt.Sscanf(cf.lines.Text(), "%d %d", &i, &at); err == nil {
+				if i, at, ok := parseNote(cf.lines.Bytes()); ok {
 					notes <- note{k*n + i, at}
 				}
 			}
@@ -585,6 +628,9 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 	total := 2 * (n / 2)
 	var all, last []time.Duration
 	up := true
+	if startBenchProfile("edges") {
+		defer pprof.StopCPUProfile()
+	}
 	for b.Loop() {
 		up = !up
 		t0 := time.Now()
