@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -495,6 +496,7 @@ func BenchmarkFanOut(b *testing.B) {
 	eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n })
 	var all, last []time.Duration
 	up := true
+	cpu := startCPUCount(cf)
 	for b.Loop() {
 		up = !up
 		t0 := time.Now()
@@ -519,6 +521,7 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 		last = append(last, worst)
 	}
+	cpu.report(b)
 	reportFanOut(b, n, all, last)
 }
 
@@ -534,6 +537,55 @@ func startBenchProfile(name string) bool {
 	}
 	f, err := os.Create(filepath.Join(dir, name+".prof"))
 	return err == nil && pprof.StartCPUProfile(f) == nil
+}
+
+// cpuCount is the CPU time this process (the edges, their NATS, the
+// benchmark) and the client fleets' processes have used since it was
+// started: on a shared machine the time until every session is told
+// depends on the other jobs, the CPU time per event much less.
+type cpuCount struct {
+	fleets      []*clientFleet
+	self, peers time.Duration
+}
+
+func startCPUCount(fleets ...*clientFleet) *cpuCount {
+	c := &cpuCount{fleets: fleets}
+	c.self, c.peers = c.now()
+	return c
+}
+
+// now is the CPU time of this process and of the fleets (Linux: from
+// /proc, in clock ticks; elsewhere 0).
+func (c *cpuCount) now() (self, peers time.Duration) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for _, cf := range c.fleets {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cf.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th.
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(rest); len(f) > 12 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			peers += time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+		}
+	}
+	return self, peers
+}
+
+// report reports the CPU time per event (per benchmark iteration) of the
+// edges' process and of the client fleets.
+func (c *cpuCount) report(b *testing.B) {
+	self, peers := c.now()
+	b.ReportMetric(float64((self-c.self).Microseconds())/1000/float64(b.N), "edges-cpu-ms/event")
+	if len(c.fleets) > 0 {
+		b.ReportMetric(float64((peers-c.peers).Microseconds())/1000/float64(b.N), "clients-cpu-ms/event")
+	}
 }
 
 // parseNote parses a client fleet's line "<client> <unix nanos>".
@@ -613,9 +665,11 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 		at int64
 	}
 	notes := make(chan note, 1024)
+	var fleets []*clientFleet
 	for k := range 2 {
 		e := startEdge(b, f, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
 		cf := startClientFleet(b, e.MCPURL(), n/2)
+		fleets = append(fleets, cf)
 		eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n/2 })
 		go func() {
 			for cf.lines.Scan() {
@@ -631,6 +685,7 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 	if startBenchProfile("edges") {
 		defer pprof.StopCPUProfile()
 	}
+	cpu := startCPUCount(fleets...)
 	for b.Loop() {
 		up = !up
 		t0 := time.Now()
@@ -654,6 +709,7 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 		}
 		last = append(last, worst)
 	}
+	cpu.report(b)
 	reportFanOut(b, total, all, last)
 }
 
