@@ -11,11 +11,14 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -316,12 +319,30 @@ func TestHelperClientFleet(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FLEETGATE_HELPER_N"))
 	var mu sync.Mutex
 	w := bufio.NewWriter(os.Stdout)
+	// A notification's line is buffered and written by one flusher, many
+	// lines a write: the time is taken when the notification is read,
+	// and a write and a wake of the parent per notification would take
+	// the two cores from the edges being measured.
+	flush := make(chan struct{}, 1)
+	go func() {
+		for range flush {
+			mu.Lock()
+			w.Flush()
+			mu.Unlock()
+		}
+	}()
 	report := func(i int) {
 		at := time.Now().UnixNano()
 		mu.Lock()
-		fmt.Fprintf(w, "%d %d\n", i, at)
-		w.Flush()
+		b := w.AvailableBuffer()
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = strconv.AppendInt(append(b, ' '), at, 10)
+		w.Write(append(b, '\n'))
 		mu.Unlock()
+		select {
+		case flush <- struct{}{}:
+		default: // a flush is due already
+		}
 	}
 	open := openRawSession
 	switch os.Getenv("FLEETGATE_BENCH_CLIENT") {
@@ -352,7 +373,11 @@ func TestHelperClientFleet(t *testing.T) {
 	fmt.Fprintln(w, "ready")
 	w.Flush()
 	mu.Unlock()
+	profiling := startBenchProfile(fmt.Sprintf("client-%d", os.Getpid()))
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
+	if profiling {
+		pprof.StopCPUProfile()
+	}
 	for _, c := range closers {
 		sem <- struct{}{}
 		wg.Go(func() { defer func() { <-sem }(); c() })
@@ -471,6 +496,7 @@ func BenchmarkFanOut(b *testing.B) {
 	eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n })
 	var all, last []time.Duration
 	up := true
+	cpu := startCPUCount(cf)
 	for b.Loop() {
 		up = !up
 		t0 := time.Now()
@@ -478,9 +504,8 @@ func BenchmarkFanOut(b *testing.B) {
 		seen := make(map[int]bool, n)
 		var worst time.Duration
 		for len(seen) < n && cf.lines.Scan() {
-			var i int
-			var at int64
-			if _, err := fmt.Sscanf(cf.lines.Text(), "%d %d", &i, &at); err != nil {
+			i, at, ok := parseNote(cf.lines.Bytes())
+			if !ok {
 				b.Fatalf("client fleet: %q", cf.lines.Text())
 			}
 			if seen[i] {
@@ -496,7 +521,79 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 		last = append(last, worst)
 	}
+	cpu.report(b)
 	reportFanOut(b, n, all, last)
+}
+
+// startBenchProfile starts a CPU profile, name.prof in the directory
+// FLEETGATE_BENCH_PROF names, if it names one: the fan-out benchmarks
+// profile the edges during the events only, and each client fleet from
+// its sessions' start to the parent's end, to tell the edges' cost from
+// the synthetic clients' on the same cores. It reports whether it did.
+func startBenchProfile(name string) bool {
+	dir := os.Getenv("FLEETGATE_BENCH_PROF")
+	if dir == "" {
+		return false
+	}
+	f, err := os.Create(filepath.Join(dir, name+".prof"))
+	return err == nil && pprof.StartCPUProfile(f) == nil
+}
+
+// cpuCount is the CPU time this process (the edges, their NATS, the
+// benchmark) and the client fleets' processes have used since it was
+// started: on a shared machine the time until every session is told
+// depends on the other jobs, the CPU time per event much less.
+type cpuCount struct {
+	fleets      []*clientFleet
+	self, peers time.Duration
+}
+
+func startCPUCount(fleets ...*clientFleet) *cpuCount {
+	c := &cpuCount{fleets: fleets}
+	c.self, c.peers = c.now()
+	return c
+}
+
+// now is the CPU time of this process and of the fleets (Linux: from
+// /proc, in clock ticks; elsewhere 0).
+func (c *cpuCount) now() (self, peers time.Duration) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for _, cf := range c.fleets {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cf.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th.
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(rest); len(f) > 12 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			peers += time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+		}
+	}
+	return self, peers
+}
+
+// report reports the CPU time per event (per benchmark iteration) of the
+// edges' process and of the client fleets.
+func (c *cpuCount) report(b *testing.B) {
+	self, peers := c.now()
+	b.ReportMetric(float64((self-c.self).Microseconds())/1000/float64(b.N), "edges-cpu-ms/event")
+	if len(c.fleets) > 0 {
+		b.ReportMetric(float64((peers-c.peers).Microseconds())/1000/float64(b.N), "clients-cpu-ms/event")
+	}
+}
+
+// parseNote parses a client fleet's line "<client> <unix nanos>".
+func parseNote(line []byte) (i int, at int64, ok bool) {
+	a, b, found := strings.Cut(string(line), " ")
+	i, err1 := strconv.Atoi(a)
+	at, err2 := strconv.ParseInt(b, 10, 64)
+	return i, at, found && err1 == nil && err2 == nil
 }
 
 // demoOpts gives the fan-out and memory benchmarks a 20-tool backend.
@@ -568,15 +665,15 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 		at int64
 	}
 	notes := make(chan note, 1024)
+	var fleets []*clientFleet
 	for k := range 2 {
 		e := startEdge(b, f, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
 		cf := startClientFleet(b, e.MCPURL(), n/2)
+		fleets = append(fleets, cf)
 		eventually(b, time.Minute, "sessions registered", func() bool { return len(e.Sessions()) >= n/2 })
 		go func() {
 			for cf.lines.Scan() {
-				var i int
-				var at int64
-				if _, err := fmt.Sscanf(cf.lines.Text(), "%d %d", &i, &at); err == nil {
+				if i, at, ok := parseNote(cf.lines.Bytes()); ok {
 					notes <- note{k*n + i, at}
 				}
 			}
@@ -585,6 +682,10 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 	total := 2 * (n / 2)
 	var all, last []time.Duration
 	up := true
+	if startBenchProfile("edges") {
+		defer pprof.StopCPUProfile()
+	}
+	cpu := startCPUCount(fleets...)
 	for b.Loop() {
 		up = !up
 		t0 := time.Now()
@@ -608,6 +709,7 @@ func BenchmarkFanOutTwoEdges(b *testing.B) {
 		}
 		last = append(last, worst)
 	}
+	cpu.report(b)
 	reportFanOut(b, total, all, last)
 }
 

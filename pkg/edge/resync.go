@@ -3,6 +3,7 @@ package edge
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -126,20 +127,23 @@ func (e *Edge) fanOutState(r planner.Ready, now time.Time) []*session.Session {
 		if r.PolicyChanged {
 			pc = e.policyChange(s, r.OldPolicy, r.Policy, items)
 		}
+		if r.View != nil { // before Give writes the signal, which names the view
+			e.ledger.ViewAppliedTo(s, r.View, digest)
+		}
 		if s.Give(r.View, r.Notify.Era(s.Kind() != session.KindSession), r.EventTime, pc, now) {
 			e.m.notifyDropped.Inc()
-		}
-		if r.View != nil {
-			e.ledger.ViewAppliedTo(s, r.View, digest)
 		}
 	})
 	return targets
 }
 
-// fanOut runs f on every session with one worker per CPU. f only marks
-// what is owed and wakes the session's writer (its stream's goroutine or
-// flusher, or the go-sdk's timer of a listen session), so a client that
-// does not read delays nobody else.
+// fanOut runs f on every session with one worker per CPU, each taking
+// the next session by an atomic index (no hand-off per session). f marks
+// what is owed and writes it to a taken-over stream as far as its socket
+// takes it at once (session.Session.Give); everything that would wait is
+// left to the session's own writer (its stream's goroutine or flusher,
+// or the go-sdk's timer of a listen session), so a client that does not
+// read delays nobody else.
 func fanOut(targets []*session.Session, f func(*session.Session)) {
 	workers := min(runtime.GOMAXPROCS(0), len(targets))
 	if workers <= 1 {
@@ -148,19 +152,15 @@ func fanOut(targets []*session.Session, f func(*session.Session)) {
 		}
 		return
 	}
-	ch := make(chan *session.Session)
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for s := range ch {
-				f(s)
+			for i := next.Add(1) - 1; i < int64(len(targets)); i = next.Add(1) - 1 {
+				f(targets[i])
 			}
 		})
 	}
-	for _, s := range targets {
-		ch <- s
-	}
-	close(ch)
 	wg.Wait()
 }
 

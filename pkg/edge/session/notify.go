@@ -105,6 +105,13 @@ func (g *Registry) notified(method string) {
 	}
 }
 
+// notifiedList counts a list_changed of ListMethods[i] written.
+func (g *Registry) notifiedList(i int) {
+	if c := g.listNotes[i]; c != nil {
+		c.Inc()
+	}
+}
+
 // observeLatency observes, once notified, the time from the oldest event
 // s had not been notified of.
 func (g *Registry) observeLatency(s *Session) {

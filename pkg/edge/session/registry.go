@@ -72,15 +72,19 @@ type Options struct {
 // to change it, so it either gets the new view at Open or is among the
 // sessions Swap returns.
 type Registry struct {
-	o   Options
-	obs Observer
-	m   Metrics
+	o         Options
+	obs       Observer
+	m         Metrics
+	listNotes [3]prometheus.Counter // m.Notifications of ListMethods (nil: none)
 
 	closing atomic.Bool // no stream attaches any more
 	conf    atomic.Pointer[confirmed]
 
+	// cur is the current view: stored under mu (Swap, read by Open under
+	// it too), loaded without it.
+	cur atomic.Pointer[view.Served]
+
 	mu         sync.Mutex
-	cur        *view.Served
 	sessions   map[string]*Session
 	byIdentity map[string]int // sessions per identity ("" anonymous), reserved ones included
 	reserved   int            // reservations not yet opened nor released
@@ -102,12 +106,18 @@ func NewRegistry(o *Options) *Registry {
 	if opts.Initial == nil {
 		opts.Initial = view.Empty()
 	}
-	g := &Registry{o: opts, obs: opts.Observer, cur: opts.Initial, sessions: map[string]*Session{}, byIdentity: map[string]int{}}
+	g := &Registry{o: opts, obs: opts.Observer, sessions: map[string]*Session{}, byIdentity: map[string]int{}}
+	g.cur.Store(opts.Initial)
 	if g.obs == nil {
 		g.obs = noObserver{}
 	}
 	if opts.Metrics != nil {
 		g.m = *opts.Metrics
+		if g.m.Notifications != nil {
+			for i, m := range ListMethods {
+				g.listNotes[i] = g.m.Notifications.WithLabelValues(m)
+			}
+		}
 	}
 	return g
 }
@@ -122,19 +132,16 @@ func (g *Registry) New(id, kind, protocol, ident string) *Session {
 	return s
 }
 
-// Current is the view sessions are given.
-func (g *Registry) Current() *view.Served {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.cur
-}
+// Current is the view sessions are given. It takes no lock: every
+// session's writer reads it during a fan-out (its evidence).
+func (g *Registry) Current() *view.Served { return g.cur.Load() }
 
 // Swap makes next the current view and returns the registered sessions,
 // to be given it (Session.Apply).
 func (g *Registry) Swap(next *view.Served) []*Session {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.cur = next
+	g.cur.Store(next)
 	return g.allLocked()
 }
 
@@ -150,7 +157,7 @@ func (g *Registry) All() []*Session {
 func (g *Registry) Snapshot() ([]*Session, *view.Served) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.allLocked(), g.cur
+	return g.allLocked(), g.cur.Load()
 }
 
 func (g *Registry) allLocked() []*Session {
@@ -223,7 +230,7 @@ func (g *Registry) Open(s *Session) { g.OpenReserved(s, nil) }
 func (g *Registry) OpenReserved(s *Session, res *Reservation) {
 	g.mu.Lock()
 	s.mu.Lock()
-	s.applied = g.cur
+	s.applied = g.cur.Load()
 	s.mu.Unlock()
 	if res != nil && res.g == g {
 		res.releaseLocked()

@@ -144,8 +144,10 @@ func (s *Session) Listen(subs uint8) { s.subs = subs }
 // the old lists or the new ones, never a mix. Then each changed list kind
 // is owed to the client as one list_changed:
 //   - a session-based client's, and those a listen stream the edge serves
-//     subscribed to, are set pending and the stream woken (stream.go): a
-//     few instructions per session;
+//     subscribed to, are set pending and written: to a taken-over stream
+//     by the caller itself, as far as the socket takes them at once (one
+//     system call, no goroutine: flushNow), the rest by the stream's
+//     flusher; a held stream's goroutine is woken (stream.go);
 //   - a 2026-07-28 listen stream left to the go-sdk is served by it, so one go-sdk
 //     registry change per changed kind makes it send one list_changed of
 //     that kind, from this session's own timer. For tools that change is
@@ -158,12 +160,15 @@ func (s *Session) Listen(subs uint8) { s.subs = subs }
 // reports a notification merged into one still pending on the stream.
 func (s *Session) Apply(next *view.Served, c view.Change, eventTime time.Time) (merged bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.applied == next {
+		s.mu.Unlock()
 		return false
 	}
 	s.applied = next
-	return s.notifyLocked(c, eventTime)
+	merged, st := s.notifyLocked(c, eventTime)
+	s.mu.Unlock()
+	s.flushNow(st)
+	return merged
 }
 
 // Give is Apply and Notify in one: it gives s next (nil: the view is
@@ -173,7 +178,6 @@ func (s *Session) Apply(next *view.Served, c view.Change, eventTime time.Time) (
 // once.
 func (s *Session) Give(next *view.Served, c view.Change, eventTime time.Time, p view.Change, pAt time.Time) (merged bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if next == nil || s.applied == next {
 		c = view.Change{}
 	} else {
@@ -182,22 +186,29 @@ func (s *Session) Give(next *view.Served, c view.Change, eventTime time.Time, p 
 	if !p.None() {
 		eventTime = pAt // the policy's change is noted first, as a Notify before Apply
 	}
-	return s.notifyLocked(view.Change{Tools: c.Tools || p.Tools, Prompts: c.Prompts || p.Prompts,
+	merged, st := s.notifyLocked(view.Change{Tools: c.Tools || p.Tools, Prompts: c.Prompts || p.Prompts,
 		Resources: c.Resources || p.Resources}, eventTime)
+	s.mu.Unlock()
+	s.flushNow(st)
+	return merged
 }
 
 // Notify tells s's client that the lists of change c changed (a policy
 // change that altered what the client may see), as Apply does.
 func (s *Session) Notify(c view.Change, eventTime time.Time) (merged bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notifyLocked(c, eventTime)
+	merged, st := s.notifyLocked(c, eventTime)
+	s.mu.Unlock()
+	s.flushNow(st)
+	return merged
 }
 
-// notifyLocked is Notify with s.mu held.
-func (s *Session) notifyLocked(c view.Change, eventTime time.Time) (merged bool) {
+// notifyLocked is Notify with s.mu held. now is the taken-over stream
+// the caller is to write at once, having unlocked s.mu (flushNow); nil
+// when nothing is to be written by it.
+func (s *Session) notifyLocked(c view.Change, eventTime time.Time) (merged bool, now *stream) {
 	if c.None() || s.kind == KindStateless {
-		return false // the shared stateless server has no one to notify
+		return false, nil // the shared stateless server has no one to notify
 	}
 	if s.kind == KindSession || s.srv == nil {
 		bits := PendingOf(c)
@@ -205,15 +216,14 @@ func (s *Session) notifyLocked(c view.Change, eventTime time.Time) (merged bool)
 			bits &= s.subs // a listen stream: only what it subscribed to
 		}
 		if bits == 0 {
-			return false
+			return false, nil
 		}
 		if !eventTime.IsZero() {
 			s.since.CompareAndSwap(0, eventTime.UnixNano())
 		}
 		merged = s.stream != nil && s.pending&bits != 0 // the previous one is still being written
 		s.pending |= bits
-		s.wakeLocked()
-		return merged
+		return merged, s.tellLocked()
 	}
 	if !eventTime.IsZero() {
 		s.since.CompareAndSwap(0, eventTime.UnixNano())
@@ -232,7 +242,7 @@ func (s *Session) notifyLocked(c view.Change, eventTime time.Time) (merged bool)
 	if c.Resources {
 		s.srv.AddResource(markerResource, nil)
 	}
-	return false
+	return false, nil
 }
 
 // Refill registers the marker tool again if a batch removed it. The

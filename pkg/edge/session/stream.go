@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
@@ -15,13 +16,15 @@ import (
 // messages the edge ever sends on it are the three list_changed
 // notifications and resources/updated, and sending them through the
 // go-sdk cost every session a registry change, a timer, a goroutine, a
-// middleware chain and a JSON encoding per batch. Here a resync only sets
-// bits on each session and wakes its stream; the stream's own request
-// goroutine (or, taken over, its flusher: streamconn.go) writes one
-// pre-encoded SSE frame per pending kind. A client that stops reading
-// blocks only its own goroutine, for at most StreamWriteTimeout, and the
-// notification stays pending for its next stream. Events carry ids, and a
-// GET with Last-Event-ID resumes (streamids.go).
+// middleware chain and a JSON encoding per batch. Here a resync sets bits
+// on each session and writes one pre-encoded SSE frame per pending kind:
+// to a taken-over stream (streamconn.go) the resync's worker writes it
+// itself, without waiting (flushNow); a held stream's own request
+// goroutine is woken to write it. What would wait for a client that
+// stops reading is left to the stream's flusher, which blocks only its
+// own goroutine, for at most StreamWriteTimeout per write; a failed write
+// leaves the notification pending for the client's next stream. Events
+// carry ids, and a GET with Last-Event-ID resumes (streamids.go).
 //
 // Which GETs the edge serves (those the go-sdk would accept the same way)
 // is decided by the caller; everything else about the session stays with
@@ -52,9 +55,11 @@ type stream struct {
 
 	frames   *[3][]byte // the list_changed chunks; nil: chunkFrames
 	conn     net.Conn
-	wmu      sync.Mutex // serializes writes to conn
-	finished bool       // the body's end was written; guarded by wmu
-	writing  bool       // a flusher runs (or the head is being written); guarded by the session's mu
+	wmu      sync.Mutex      // serializes writes to conn
+	finished bool            // the body's end was written; guarded by wmu
+	raw      syscall.RawConn // conn's socket, for tryWrite (nil: none)
+	rest     []byte          // what a fan-out's write left for the flusher (tryWrite); guarded by wmu
+	writing  bool            // a flusher runs (or the head is being written); guarded by the session's mu
 }
 
 // wakeLocked has s's stream, if one is attached, write what is pending.
@@ -237,7 +242,7 @@ func (s *Session) writePending(bits uint8, write func(int) error) bool {
 			return false
 		}
 		bits &^= bit
-		g.notified(ListMethods[i])
+		g.notifiedList(i)
 		if evidence {
 			g.obs.Signalled(s)
 		}
@@ -259,7 +264,7 @@ type confirmed struct {
 // applied a state, whether or not it changed the view.
 func (g *Registry) Confirm(gen uint64, regions map[string]uint64) {
 	g.mu.Lock()
-	c := &confirmed{view: g.cur, gen: gen, regions: regions}
+	c := &confirmed{view: g.cur.Load(), gen: gen, regions: regions}
 	g.mu.Unlock()
 	g.conf.Store(c)
 }

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 )
 
 // A standalone stream is taken over from net/http when it can be: the
@@ -13,10 +16,14 @@ import (
 // then costs one small goroutine blocked reading the connection (to see
 // the client leave) instead of net/http's request goroutine, its
 // connection's read goroutine and their buffers: about half of what an
-// idle session held. Notifications are written by a flusher goroutine
-// started when there is something to write; it ends when nothing is left.
-// A client that stops reading blocks only its flusher, for at most
-// StreamWriteTimeout per write, and its notifications merge meanwhile.
+// idle session held. A change told to the session is written at once by
+// the teller, as far as the socket takes it without waiting (tellLocked,
+// flushNow: one system call, no goroutine woken, no deadline set); what
+// the socket does not take, and anything owed otherwise, is written by a
+// flusher goroutine started when there is something to write; it ends
+// when nothing is left. A client that stops reading blocks only its
+// flusher, for at most StreamWriteTimeout per write, and its
+// notifications merge meanwhile.
 //
 // HTTP/2 connections and HTTP/1.0 requests (no chunked encoding) keep the
 // held stream of stream.go.
@@ -72,7 +79,7 @@ func (s *Session) takeOver(w http.ResponseWriter, r *http.Request) bool {
 // having answered conn with an error and closed it, when s ended or has a
 // stream, or the registry is closed. The caller holds a Hijacks count.
 func (s *Session) Attach(conn net.Conn, head []byte, frames *[3][]byte) bool {
-	st := &stream{conn: conn, frames: frames}
+	st := &stream{conn: conn, frames: frames, raw: h1.RawConn(conn)}
 	// The stream is claimed before its head is written, so that a second
 	// GET arriving as soon as the client sees the head is refused (409),
 	// and held (wmu, writing) so that nothing is written before the head.
@@ -153,7 +160,8 @@ func (st *stream) refuse(code int, msg string) {
 	st.conn.Close()
 }
 
-// write writes b to the connection within StreamWriteTimeout.
+// write writes b to the connection within StreamWriteTimeout, after
+// what a fan-out left (rest).
 func (st *stream) write(b []byte) error {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
@@ -161,13 +169,43 @@ func (st *stream) write(b []byte) error {
 }
 
 // writeLocked is write with wmu held. Nothing is written after finish.
+// The deadline is cleared after the write: a fan-out's write (tryWrite)
+// does not set one, and would find an old one passed.
 func (st *stream) writeLocked(b []byte) error {
 	if st.finished {
 		return net.ErrClosed
 	}
+	if len(st.rest) > 0 {
+		b, st.rest = append(st.rest, b...), nil
+	}
+	if len(b) == 0 {
+		return nil
+	}
 	_ = st.conn.SetWriteDeadline(time.Now().Add(StreamWriteTimeout))
 	_, err := st.conn.Write(b)
+	_ = st.conn.SetWriteDeadline(time.Time{})
 	return err
+}
+
+// tryWrite writes b to the connection as far as its socket takes it at
+// once, without waiting; what it does not take is queued in rest for the
+// flusher (flushConn), as is all of b behind a rest already queued. An
+// error is the connection's.
+func (st *stream) tryWrite(b []byte) error {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if st.finished {
+		return net.ErrClosed
+	}
+	if len(st.rest) == 0 {
+		n, err := h1.TryWrite(st.raw, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	st.rest = append(st.rest, b...) // a copy: b may be a shared frame
+	return nil
 }
 
 // readConn reads the connection until the client closes it (or the edge
@@ -191,9 +229,16 @@ func (s *Session) readConn(st *stream) {
 	}
 }
 
-// flushConn writes what is pending for s until nothing is;
-// Session.wakeLocked starts it.
+// flushConn writes what a fan-out left in st.rest, then what is pending
+// for s until nothing is; Session.wakeLocked and flushNow start it.
 func (s *Session) flushConn(st *stream) {
+	if st.write(nil) != nil {
+		st.conn.Close() // readConn detaches the stream
+		s.mu.Lock()
+		st.writing = false
+		s.mu.Unlock()
+		return
+	}
 	for {
 		s.mu.Lock()
 		bits, ups := s.pending, s.updated
@@ -204,17 +249,7 @@ func (s *Session) flushConn(st *stream) {
 		}
 		s.pending, s.updated = 0, nil
 		s.mu.Unlock()
-		frames := &chunkFrames
-		if st.frames != nil {
-			frames = st.frames
-		}
-		write := func(i int) error {
-			if id := s.eventLine(i, ""); id != nil {
-				return st.write(Chunk(withID(id, listFrames[i])))
-			}
-			return st.write(frames[i])
-		}
-		if !s.writePending(bits, write) ||
+		if !s.writePending(bits, func(i int) error { return st.write(s.listChunk(st, i)) }) ||
 			!s.writeUpdates(ups, func(frame []byte) error { return st.write(Chunk(frame)) }) {
 			st.conn.Close() // readConn detaches the stream
 			s.mu.Lock()
@@ -229,7 +264,7 @@ func (s *Session) flushConn(st *stream) {
 // be written at once, then the connection is closed.
 func (st *stream) finish() {
 	if st.wmu.TryLock() { // a flusher blocked on a stuck client would hold it
-		if !st.finished {
+		if !st.finished && len(st.rest) == 0 { // not after a chunk's head
 			_ = st.conn.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = st.conn.Write([]byte("0\r\n\r\n"))
 		}
@@ -237,4 +272,79 @@ func (st *stream) finish() {
 		st.wmu.Unlock()
 	}
 	st.conn.Close()
+}
+
+// tellLocked wakes s's stream for a change being told (Apply, Give,
+// Notify). A taken-over stream without a flusher is returned claimed
+// (writing), for the caller to write at once with flushNow once s.mu is
+// unlocked; any other stream is woken as wakeLocked does. s.mu is held.
+func (s *Session) tellLocked() *stream {
+	if st := s.stream; st != nil && st.conn != nil && !st.writing {
+		st.writing = true
+		return st
+	}
+	s.wakeLocked()
+	return nil
+}
+
+// flushNow writes to st, a stream tellLocked claimed (nil: nothing), the
+// list_changed notifications pending for s, on the caller's goroutine and
+// without waiting: to a client that reads, a fan-out writes each session
+// one frame in one system call, with no goroutine started or woken and
+// no deadline set. What the socket does not take at once, what is owed
+// meanwhile and resources/updated are left to a flusher goroutine
+// (flushConn), which waits for the client within StreamWriteTimeout as
+// before: a client that does not read delays nobody else.
+func (s *Session) flushNow(st *stream) {
+	if st == nil {
+		return
+	}
+	s.mu.Lock()
+	bits := s.pending
+	if s.stream != st || s.ended || bits == 0 || len(s.updated) > 0 {
+		s.mu.Unlock()
+		s.reg.o.Hijacks.Go(func() { s.flushConn(st) }) // it ends, or writes these
+		return
+	}
+	s.pending = 0
+	s.mu.Unlock()
+	if !s.writePending(bits, func(i int) error { return st.tryWrite(s.listChunk(st, i)) }) {
+		st.conn.Close() // readConn detaches the stream
+		s.mu.Lock()
+		st.writing = false
+		s.mu.Unlock()
+		return
+	}
+	st.wmu.Lock()
+	queued := len(st.rest) > 0
+	st.wmu.Unlock()
+	s.mu.Lock()
+	if !queued && (s.stream != st || s.ended || s.pending == 0 && len(s.updated) == 0) {
+		st.writing = false
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.reg.o.Hijacks.Go(func() { s.flushConn(st) })
+}
+
+// listChunk is the chunk of list kind i (a ListIndex) on st: on a
+// session's stream its frame with the id of a new event, else the
+// stream's shared frame.
+func (s *Session) listChunk(st *stream, i int) []byte {
+	if s.kind != KindSession {
+		if st.frames != nil {
+			return st.frames[i]
+		}
+		return chunkFrames[i]
+	}
+	// "id: <epoch>-<n>\n" then the frame, as one chunk, in one allocation.
+	var num [20]byte
+	n := strconv.AppendUint(num[:0], s.nextEvent(i), 10)
+	frame := listFrames[i]
+	size := len("id: -\n") + len(streamEpoch) + len(n) + len(frame)
+	b := make([]byte, 0, size+8)
+	b = strconv.AppendUint(b, uint64(size), 16)
+	b = append(append(append(append(b, "\r\nid: "...), streamEpoch...), '-'), n...)
+	return append(append(append(b, '\n'), frame...), "\r\n"...)
 }

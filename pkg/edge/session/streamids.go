@@ -74,6 +74,16 @@ func (s *Session) nextEventLocked(list int, uri string) []byte {
 	return []byte("id: " + streamEpoch + "-" + strconv.FormatUint(ev.n, 10) + "\n")
 }
 
+// nextEvent numbers the next event of s, which carries list kind list (a
+// ListIndex), and returns its number.
+func (s *Session) nextEvent(list int) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent.n++
+	s.sent.lists[list] = s.sent.n
+	return s.sent.n
+}
+
 // eventLine is nextEventLocked for a session-based stream, nil for any
 // other (a 2026-07-28 listen stream has no resumption).
 func (s *Session) eventLine(list int, uri string) []byte {
