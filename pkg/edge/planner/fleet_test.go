@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
@@ -100,6 +101,12 @@ func (f *fleet) backend(op, name string, args map[string]string) {
 	}
 	if tools, ok := args["tools"]; ok || b.Catalog == nil {
 		b.Catalog = catalogOf(name, tools, args["prompts"])
+	}
+	if tools, ok := args["tools26"]; ok { // the stateless generation's own tools
+		c := *b.Catalog
+		st := catalogOf(name, tools, "")
+		c.Stateless, c.ProtocolVersion = &catalog.EraLists{Tools: st.Tools, Prompts: c.Prompts, Digest: st.Digest}, view.FirstStateless
+		b.Catalog = &c
 	}
 	if op == "down" {
 		b.Status = "unhealthy"

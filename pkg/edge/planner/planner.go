@@ -243,6 +243,9 @@ func (p *Planner) plan(st *events.State, now time.Time) Ready {
 	if p.o.Optimizer {
 		next.Index = view.NewIndex(next, p.o.Pinned, prev.Index)
 		notify.Tools = view.PinnedChanged(prev, next)
+		if notify.Eras { // the stateless generation's clients hold its own pinned tools
+			notify.StatelessTools = view.PinnedChanged(prev.Era(view.FirstStateless), next.Era(view.FirstStateless))
+		}
 	}
 	p.served = next
 	r.View, r.Prev, r.Change, r.Notify, r.changed = next, prev, ch, notify, true

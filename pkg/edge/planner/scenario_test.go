@@ -105,6 +105,9 @@ func describe(r Ready) string {
 	out := []string{"apply", fmt.Sprintf("gen=%d", r.Generation)}
 	if r.View != nil {
 		out = append(out, "tools="+strings.Join(slices.Sorted(keys(r.View.Tools)), ","), "notify="+kinds(r.Notify.Bits()))
+		if r.Notify.Eras { // the stateless generation's clients are told apart
+			out = append(out, "notify26="+kinds(r.Notify.Era(true).Bits()))
+		}
 	}
 	if r.Backends != nil {
 		out = append(out, "backends="+strings.Join(slices.Sorted(keys(r.Backends)), ","))
