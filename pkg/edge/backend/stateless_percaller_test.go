@@ -28,8 +28,8 @@ func TestStatelessPerCaller(t *testing.T) {
 	target, _ := url.Parse(b.URL())
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	var mu sync.Mutex
-	var seen []string           // the users of the tokens the backend took
-	refuse := 0 // the next requests answered 401 although their token is valid
+	var seen []string // the users of the tokens the backend took
+	refuse := 0       // the next requests answered 401 although their token is valid
 	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		user, ok := f.iss.Subject(tok)
