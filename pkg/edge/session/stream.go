@@ -303,7 +303,11 @@ func (s *Session) signalling() (undo func()) {
 	sv := s.Served()
 	var digest string
 	if !g.o.NoDigest {
-		digest, _ = sv.ToolDefs()
+		era := sv
+		if s.Kind() != KindSession { // a client of the stateless generation: its era's list
+			era = sv.Era(view.FirstStateless)
+		}
+		digest, _ = era.ToolDefs()
 	}
 	gen, regions := g.Evidence(sv)
 	return s.rec.Signalling(digest, gen, regions, time.Now())
