@@ -61,7 +61,9 @@ func (c *Controller) lead(ctx context.Context) error {
 	go func() { relayDone <- relay.Run(ctx) }()
 	defer func() { cancel(); <-relayDone }()
 
-	// The core starts from the log's state as the relay loaded it.
+	// The core starts from the log's state as the relay loaded it, with
+	// the entries a previous term left in the outbox (the relay publishes
+	// them first): a status they already carry is not published twice.
 	var start *events.State
 	for start == nil {
 		select {
@@ -71,7 +73,7 @@ func (c *Controller) lead(ctx context.Context) error {
 			relayDone <- err
 			return fmt.Errorf("relay: %w", err)
 		case <-time.After(10 * time.Millisecond):
-			start = relay.State()
+			start = relay.Expected() // the log's, and what this outbox still holds
 		}
 	}
 	policy, _ := c.Fleet().Health.Resolve()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
@@ -51,6 +52,10 @@ type Relay struct {
 
 	state      *State
 	published  atomic.Pointer[State]
+	// expected is the published state at start with the outbox's pending
+	// entries folded in: what the log holds once they are published
+	// (Expected).
+	expected atomic.Pointer[State]
 	sinceSnap  int
 	lastSnapAt time.Time
 
@@ -167,11 +172,37 @@ func (r *Relay) start(ctx context.Context) error {
 		if err == nil {
 			r.state = s
 			r.published.Store(s)
+			r.expected.Store(r.withPending(s))
 			r.lastSnapAt = time.Now()
 		}
 		return err
 	})
 }
+
+// withPending is s with the outbox's pending entries (those this relay is
+// about to publish: a previous term's that no other writer overtook)
+// folded in.
+func (r *Relay) withPending(s *State) *State {
+	pending, err := r.outbox.peek(r.outbox.Depth() + 1)
+	if err != nil {
+		return s
+	}
+	for _, e := range pending {
+		// Numbered as they will be (the writer numbers them on publish).
+		ev := proto.Clone(e.entry.Event).(*eventspb.Event)
+		ev.Generation = s.Generation + 1
+		if next, err := Apply(s, ev); err == nil {
+			s = next
+		}
+	}
+	return s
+}
+
+// Expected returns the state the log holds once the entries pending in
+// the outbox at start are published (nil before Run has loaded it): what
+// a new term reconciles from, so that it does not publish again what a
+// previous term of this controller left in the outbox.
+func (r *Relay) Expected() *State { return r.expected.Load() }
 
 func (r *Relay) settle(last *rawLast) error {
 	if last == nil || r.outbox.Depth() == 0 {
