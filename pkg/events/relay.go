@@ -50,12 +50,12 @@ type Relay struct {
 	opts   RelayOptions
 	zl     zerolog.Logger
 
-	state      *State
-	published  atomic.Pointer[State]
+	state     *State
+	published atomic.Pointer[State]
 	// expected is the published state at start with the outbox's pending
 	// entries folded in: what the log holds once they are published
 	// (Expected).
-	expected atomic.Pointer[State]
+	expected   atomic.Pointer[State]
 	sinceSnap  int
 	lastSnapAt time.Time
 
