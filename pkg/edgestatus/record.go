@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 	"github.com/fleetgate/fleetgate/pkg/stdio"
 )
 
@@ -80,8 +81,8 @@ func DecodeRecord(key string, value []byte) (Record, error) {
 	if len(value) > MaxRecord {
 		return Record{}, fmt.Errorf("%w: %d bytes (at most %d)", ErrRecord, len(value), MaxRecord)
 	}
-	if err := checkDepth(value, 4); err != nil {
-		return Record{}, err
+	if err := mcpwire.Check(value, 4); err != nil { // three levels deep: anything deeper is not one
+		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.DisallowUnknownFields()
@@ -111,34 +112,6 @@ func DecodeRecord(key string, value []byte) (Record, error) {
 		}
 	}
 	return r, nil
-}
-
-// checkDepth refuses JSON nested deeper than max (the record is three
-// levels deep; anything deeper is not one).
-func checkDepth(b []byte, max int) error {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > max {
-				return fmt.Errorf("%w: nested deeper than %d", ErrRecord, max)
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return nil
 }
 
 // clip cuts s to at most MaxString bytes at a rune boundary, valid UTF-8.

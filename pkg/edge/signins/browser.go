@@ -93,16 +93,11 @@ func noStore(w http.ResponseWriter) {
 // ServeStart is signin.StartPath: the browser that opened a caller's
 // sign-in URL is sent to the fleet issuer's login, bound by a cookie.
 func (wb *Web) ServeStart(w http.ResponseWriter, r *http.Request) {
-	if wb == nil {
-		Absent(false)(w, r)
+	q, ok := wb.opening(w, r)
+	if !ok {
 		return
 	}
-	noStore(w)
-	if len(r.URL.RawQuery) > maxCallbackQuery {
-		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
-		return
-	}
-	loginURL, c, err := wb.o.Manager.Start(r.Context(), r.URL.Query().Get("state"))
+	loginURL, c, err := wb.o.Manager.Start(r.Context(), q.Get("state"))
 	if err != nil {
 		wb.o.Outcomes.WithLabelValues("failed").Inc()
 		wb.o.Log.Warn().Err(err).Msg("sign-in start failed")
@@ -111,6 +106,34 @@ func (wb *Web) ServeStart(w http.ResponseWriter, r *http.Request) {
 	}
 	wb.setCookie(w, c, time.Now().Add(signin.StateLifetime))
 	http.Redirect(w, r, loginURL, http.StatusFound)
+}
+
+// opening is the start of every route of the browser's: 404 without
+// sign-ins, no caching, a bounded query (ok false: answered).
+func (wb *Web) opening(w http.ResponseWriter, r *http.Request) (q url.Values, ok bool) {
+	if wb == nil {
+		Absent(false)(w, r)
+		return nil, false
+	}
+	noStore(w)
+	if len(r.URL.RawQuery) > maxCallbackQuery {
+		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
+		return nil, false
+	}
+	return r.URL.Query(), true
+}
+
+// refusedBy answers the error redirect of an authorization server (by
+// names it in the page); false when q carries none.
+func (wb *Web) refusedBy(w http.ResponseWriter, q url.Values, by string) bool {
+	oauthErr := q.Get("error")
+	if oauthErr == "" {
+		return false
+	}
+	wb.o.Outcomes.WithLabelValues("refused").Inc()
+	wb.setCookie(w, "", time.Time{})
+	page(w, http.StatusBadRequest, "Sign-in was not completed: "+by+" answered "+clipWord(oauthErr)+".")
+	return true
 }
 
 // startStatus is the status of a refused start: 400 for a link that is
@@ -127,20 +150,8 @@ func startStatus(err error) int {
 // begun for; the browser is then bound to it and sent to the backend's
 // authorization server.
 func (wb *Web) ServeLogin(w http.ResponseWriter, r *http.Request) {
-	if wb == nil {
-		Absent(false)(w, r)
-		return
-	}
-	noStore(w)
-	if len(r.URL.RawQuery) > maxCallbackQuery {
-		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
-		return
-	}
-	q := r.URL.Query()
-	if oauthErr := q.Get("error"); oauthErr != "" {
-		wb.o.Outcomes.WithLabelValues("refused").Inc()
-		wb.setCookie(w, "", time.Time{})
-		page(w, http.StatusBadRequest, "Sign-in was not completed: the fleet's authorization server answered "+clipWord(oauthErr)+".")
+	q, ok := wb.opening(w, r)
+	if !ok || wb.refusedBy(w, q, "the fleet's authorization server") {
 		return
 	}
 	authURL, bound, p, err := wb.o.Manager.Login(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r))

@@ -133,20 +133,8 @@ const maxCallbackQuery = 16 << 10
 // redirected the user's browser here with a code and the state. The page
 // tells the user the outcome, never a token, code or state.
 func (wb *Web) ServeCallback(w http.ResponseWriter, r *http.Request) {
-	if wb == nil {
-		Absent(false)(w, r)
-		return
-	}
-	noStore(w)
-	if len(r.URL.RawQuery) > maxCallbackQuery {
-		page(w, http.StatusRequestURITooLong, "Sign-in failed: the request is too long.")
-		return
-	}
-	q := r.URL.Query()
-	if oauthErr := q.Get("error"); oauthErr != "" {
-		wb.o.Outcomes.WithLabelValues("refused").Inc()
-		wb.setCookie(w, "", time.Time{})
-		page(w, http.StatusBadRequest, "Sign-in was not completed: the authorization server answered "+clipWord(oauthErr)+".")
+	q, ok := wb.opening(w, r)
+	if !ok || wb.refusedBy(w, q, "the authorization server") {
 		return
 	}
 	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r), wb.clientSecretOf)
