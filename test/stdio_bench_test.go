@@ -2,14 +2,11 @@ package test
 
 import (
 	"context"
-	"net/http"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/fleetgate/fleetgate/pkg/controller"
 )
 
 // BenchmarkStdioCall: a tools/call to the demo backend run as a stdio
@@ -24,15 +21,7 @@ func BenchmarkStdioCall(b *testing.B) {
 	admin := freeAddr(b)
 	startProc(b, "controller", exec.Command(binary(b, "controller"), "--config", fleet, "--nats-url", node.ClientURL(), "--id", "bench-ctl",
 		"--admin-listen", admin, "--data-dir", b.TempDir(), "--lease-ttl", "1s", "--log-format", "json", "--stdio-commands", commands))
-	eventually(b, 30*time.Second, "files advertised", func() bool {
-		var st controller.StateJSON
-		resp, err := http.Get("http://" + admin + "/v1/state")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return decodeJSON(resp, &st) == nil && len(st.Groups) == 1 && len(st.Groups[0].Backends) == 1 && st.Groups[0].Backends[0].Advertisable
-	})
+	eventually(b, 30*time.Second, "files advertised", soleBackendAdvertised("http://"+admin))
 	edge := startEdgeProc(b, node.ClientURL(), "--stdio-commands", commands)
 	ctx := context.Background()
 	viaEdge, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: edge}, nil)

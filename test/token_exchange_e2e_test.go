@@ -124,15 +124,7 @@ health:
 	ctl := startLoggedProc(t, "controller", nil, "--config", cfg, "--nats-url", node.ClientURL(), "--id", "tx-ctl",
 		"--admin-listen", admin, "--data-dir", t.TempDir(), "--lease-ttl", "1s", "--log-format", "json", "--credential-dir", dir)
 	ctlAdmin := "http://" + admin
-	eventually(t, 30*time.Second, "tickets advertised (probed with the client's own token)", func() bool {
-		var st controller.StateJSON
-		resp, err := http.Get(ctlAdmin + "/v1/state")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return decodeJSON(resp, &st) == nil && len(st.Groups) == 1 && len(st.Groups[0].Backends) == 1 && st.Groups[0].Backends[0].Advertisable
-	})
+	eventually(t, 30*time.Second, "tickets advertised (probed with the client's own token)", soleBackendAdvertised(ctlAdmin))
 	if len(iss.ClientGrants()) == 0 || !tickets.saw("Bearer "+iss.ClientGrants()[0]) {
 		t.Fatal("the controller's probe did not carry a client credentials token")
 	}
@@ -235,4 +227,18 @@ func grepLines(s string, prefixes ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// soleBackendAdvertised reports whether the controller at admin (its
+// admin API's base URL) serves one group with one backend, advertised.
+func soleBackendAdvertised(admin string) func() bool {
+	return func() bool {
+		var st controller.StateJSON
+		resp, err := http.Get(admin + "/v1/state")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return decodeJSON(resp, &st) == nil && len(st.Groups) == 1 && len(st.Groups[0].Backends) == 1 && st.Groups[0].Backends[0].Advertisable
+	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
-	"github.com/fleetgate/fleetgate/pkg/controller"
 	"github.com/fleetgate/fleetgate/pkg/demobackend"
 )
 
@@ -186,15 +185,7 @@ health:
 	ctl := startLoggedProc(t, "controller", nil, "--config", cfg, "--nats-url", node.ClientURL(), "--id", "uo-ctl",
 		"--admin-listen", admin, "--data-dir", t.TempDir(), "--lease-ttl", "1s", "--log-format", "json", "--credential-dir", dir)
 	ctlAdmin := "http://" + admin
-	eventually(t, 30*time.Second, "docs advertised (probed with its probe key)", func() bool {
-		var st controller.StateJSON
-		resp, err := http.Get(ctlAdmin + "/v1/state")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return decodeJSON(resp, &st) == nil && len(st.Groups) == 1 && len(st.Groups[0].Backends) == 1 && st.Groups[0].Backends[0].Advertisable
-	})
+	eventually(t, 30*time.Second, "docs advertised (probed with its probe key)", soleBackendAdvertised(ctlAdmin))
 
 	listen, edgeAdmin := freeAddr(t), freeAddr(t)
 	mcpURL := "http://" + listen + "/mcp"
