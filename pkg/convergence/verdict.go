@@ -25,10 +25,10 @@ const (
 	Unverifiable Status = "unverifiable"
 )
 
-// Verdict judges r; it is Explain without the reason.
+// Verdict judges r; it is Explain without the reason, and builds none (the
+// resync asks it of every session on every change).
 func Verdict(r Record) Status {
-	s, _ := Explain(r)
-	return s
+	return judge(r).status()
 }
 
 // Explain judges r and gives a short human reason. The rules are applied in
@@ -47,35 +47,89 @@ func Verdict(r Record) Status {
 //     generation than the current one: Unverifiable;
 //  8. otherwise (the digests differ): Stale.
 func Explain(r Record) (Status, string) {
+	ru := judge(r)
+	return ru.status(), ru.reason(r)
+}
+
+// rule is the rule of Explain that decided a record.
+type rule uint8
+
+const (
+	ruleNoPages rule = iota
+	ruleBreak
+	ruleBeforeSignalNotNegotiated
+	ruleBeforeSignal
+	ruleInProgress
+	ruleNoDigest
+	ruleSameDigest
+	ruleOlderNotNegotiated
+	ruleDigestDiffers
+)
+
+// judge is the rule of Explain that decides r.
+func judge(r Record) rule {
 	t, sig := r.Traversal, r.LastSignal
-	if t.Pages == 0 {
+	switch {
+	case t.Pages == 0:
+		return ruleNoPages
+	case t.Break != "":
+		return ruleBreak
+	case startedBeforeSignal(t, sig) && !r.Negotiated():
+		return ruleBeforeSignalNotNegotiated
+	case startedBeforeSignal(t, sig):
+		return ruleBeforeSignal
+	case !t.Final:
+		return ruleInProgress
+	case r.CurrentDigest == "":
+		return ruleNoDigest
+	case t.Digest == r.CurrentDigest:
+		return ruleSameDigest
+	case !r.Negotiated() && t.Generation < r.CurrentGeneration:
+		return ruleOlderNotNegotiated
+	default:
+		return ruleDigestDiffers
+	}
+}
+
+func (ru rule) status() Status {
+	switch ru {
+	case ruleBeforeSignal, ruleDigestDiffers:
+		return Stale
+	case ruleInProgress:
+		return Incomplete
+	case ruleSameDigest:
+		return Converged
+	default:
+		return Unverifiable
+	}
+}
+
+// reason is the human reason of rule ru deciding r.
+func (ru rule) reason(r Record) string {
+	t, sig := r.Traversal, r.LastSignal
+	switch ru {
+	case ruleNoPages:
 		if sig.Sent() {
-			return Unverifiable, fmt.Sprintf("no tools/list traversal observed (change signal for generation %d sent)", sig.Generation)
+			return fmt.Sprintf("no tools/list traversal observed (change signal for generation %d sent)", sig.Generation)
 		}
-		return Unverifiable, "no tools/list traversal observed"
+		return "no tools/list traversal observed"
+	case ruleBreak:
+		return breakReason(t)
+	case ruleBeforeSignalNotNegotiated:
+		return fmt.Sprintf("%s, and no traversal since the change signal for generation %d", notNegotiated(r), sig.Generation)
+	case ruleBeforeSignal:
+		return fmt.Sprintf("no traversal since the change signal for generation %d", sig.Generation)
+	case ruleInProgress:
+		return fmt.Sprintf("traversal in progress: %d page(s) served, nextCursor %q outstanding", t.Pages, t.NextCursor)
+	case ruleNoDigest:
+		return "current digest unknown"
+	case ruleSameDigest:
+		return fmt.Sprintf("complete traversal of %d page(s) served the current digest %s (generation %d)", t.Pages, short(t.Digest), r.CurrentGeneration)
+	case ruleOlderNotNegotiated:
+		return fmt.Sprintf("%s, and no traversal since generation %d (last traversal started at generation %d)", notNegotiated(r), r.CurrentGeneration, t.Generation)
+	default:
+		return fmt.Sprintf("served digest %s differs from the current digest %s (generation %d)", short(t.Digest), short(r.CurrentDigest), r.CurrentGeneration)
 	}
-	if t.Break != "" {
-		return Unverifiable, breakReason(t)
-	}
-	if startedBeforeSignal(t, sig) {
-		if !r.Negotiated() {
-			return Unverifiable, fmt.Sprintf("%s, and no traversal since the change signal for generation %d", notNegotiated(r), sig.Generation)
-		}
-		return Stale, fmt.Sprintf("no traversal since the change signal for generation %d", sig.Generation)
-	}
-	if !t.Final {
-		return Incomplete, fmt.Sprintf("traversal in progress: %d page(s) served, nextCursor %q outstanding", t.Pages, t.NextCursor)
-	}
-	if r.CurrentDigest == "" {
-		return Unverifiable, "current digest unknown"
-	}
-	if t.Digest == r.CurrentDigest {
-		return Converged, fmt.Sprintf("complete traversal of %d page(s) served the current digest %s (generation %d)", t.Pages, short(t.Digest), r.CurrentGeneration)
-	}
-	if !r.Negotiated() && t.Generation < r.CurrentGeneration {
-		return Unverifiable, fmt.Sprintf("%s, and no traversal since generation %d (last traversal started at generation %d)", notNegotiated(r), r.CurrentGeneration, t.Generation)
-	}
-	return Stale, fmt.Sprintf("served digest %s differs from the current digest %s (generation %d)", short(t.Digest), short(r.CurrentDigest), r.CurrentGeneration)
 }
 
 // startedBeforeSignal reports whether t's first page was served before sig
