@@ -310,7 +310,8 @@ func startClientFleet(b *testing.B, url string, n int) *clientFleet {
 // on subscriptions/listen streams; listen: minimal HTTP clients of such
 // streams); the default, raw, makes them minimal HTTP
 // clients (initialize, initialized, a GET stream read line by line), so
-// that the figures measure the edge rather than the go-sdk client.
+// that the figures measure the edge rather than the go-sdk client; poll
+// reads those GET streams with one epoll loop (benchpoll_linux_test.go).
 func TestHelperClientFleet(t *testing.T) {
 	url := os.Getenv("FLEETGATE_HELPER_URL")
 	if url == "" {
@@ -352,6 +353,12 @@ func TestHelperClientFleet(t *testing.T) {
 		open = func(url string, notified func()) (func(), error) { return openSDKSession(url, "", notified) }
 	case "listen":
 		open = openRawListen
+	case "poll":
+		p, err := newStreamPoller()
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = p.openPolledSession
 	}
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
@@ -402,30 +409,10 @@ func openSDKSession(url, version string, notified func()) (func(), error) {
 var rawHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
 func openRawSession(url string, notified func()) (func(), error) {
-	post := func(sid, body string) (*http.Response, error) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		return rawHTTP.Do(req)
-	}
-	resp, err := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fleet","version":"0"}}}`)
+	sid, err := initRawSession(url)
 	if err != nil {
 		return nil, err
 	}
-	sid := resp.Header.Get("Mcp-Session-Id")
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if sid == "" {
-		return nil, fmt.Errorf("initialize: status %d", resp.StatusCode)
-	}
-	if resp, err = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
@@ -445,13 +432,48 @@ func openRawSession(url string, notified func()) (func(), error) {
 	}()
 	return func() {
 		get.Body.Close()
-		req, _ := http.NewRequest(http.MethodDelete, url, nil)
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if resp, err := rawHTTP.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		deleteRawSession(url, sid)
 	}, nil
+}
+
+// initRawSession initializes a 2025-11-25 session on url with plain HTTP
+// and returns its id.
+func initRawSession(url string) (string, error) {
+	post := func(sid, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		return rawHTTP.Do(req)
+	}
+	resp, err := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fleet","version":"0"}}}`)
+	if err != nil {
+		return "", err
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if sid == "" {
+		return "", fmt.Errorf("initialize: status %d", resp.StatusCode)
+	}
+	if resp, err = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	return sid, nil
+}
+
+// deleteRawSession ends session sid on url.
+func deleteRawSession(url, sid string) {
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if resp, err := rawHTTP.Do(req); err == nil {
+		resp.Body.Close()
+	}
 }
 
 // openRawListen opens a 2026-07-28 subscriptions/listen stream for tools
