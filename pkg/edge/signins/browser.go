@@ -124,14 +124,14 @@ func (wb *Web) opening(w http.ResponseWriter, r *http.Request) (q url.Values, ok
 }
 
 // refusedBy answers the error redirect of an authorization server (by
-// names it in the page); false when q carries none.
+// names it in the page); false when q carries none. Like refuse, it
+// leaves the cookie: anyone can make such a redirect.
 func (wb *Web) refusedBy(w http.ResponseWriter, q url.Values, by string) bool {
 	oauthErr := q.Get("error")
 	if oauthErr == "" {
 		return false
 	}
 	wb.o.Outcomes.WithLabelValues("refused").Inc()
-	wb.setCookie(w, "", time.Time{})
 	page(w, http.StatusBadRequest, "Sign-in was not completed: "+by+" answered "+clipWord(oauthErr)+".")
 	return true
 }
@@ -164,10 +164,12 @@ func (wb *Web) ServeLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, authURL, http.StatusFound)
 }
 
-// refuse answers a login or callback that failed: the cookie cleared, a
-// page naming the reason (a browser not bound, another user: 403).
+// refuse answers a login or callback that failed: a page naming the
+// reason (a browser not bound, another user: 403). The cookie is left as
+// it is: any page can send a browser to a refused URL, and clearing the
+// cookie there would end the sign-in it binds (it serves that one sign-in
+// only and expires on its own).
 func (wb *Web) refuse(w http.ResponseWriter, err error, where string) {
-	wb.setCookie(w, "", time.Time{})
 	switch {
 	case errors.Is(err, signin.ErrOtherUser):
 		wb.o.Outcomes.WithLabelValues("other_user").Inc()
