@@ -8,7 +8,8 @@
 // nothing on trust (DecodeRecord bounds size, counts and strings; a fuzz
 // target covers it). The bucket (Provision) keeps one record per edge, at
 // most MaxRecord bytes, for RecordTTL after it was last written, so an
-// edge that stops disappears on its own.
+// edge that stops disappears on its own; it is hardened (package kvbucket):
+// no edge can roll it up, purge it or delete from it through the API.
 //
 // A Publisher writes an edge's record: at once, whenever the status it is
 // given changes (looked at every Poll), and every Refresh otherwise so the

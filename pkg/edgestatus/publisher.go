@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/stdio"
@@ -24,19 +22,6 @@ const (
 	BucketMaxBytes = 4 << 20
 	RecordTTL      = 2 * time.Minute
 )
-
-// Provision creates the bucket (the controller does, for edges that may
-// not create it) with replicas (at least 1), or updates its limits.
-func Provision(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket,
-		Description: "fleetgate edges: each edge's status and its stdio instances",
-		History:     1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord,
-		MaxBytes: BucketMaxBytes, TTL: RecordTTL})
-	if err != nil {
-		return fmt.Errorf("edge status: provision bucket %s: %w", Bucket, err)
-	}
-	return nil
-}
 
 // Store is where a Publisher writes (a jetstream.KeyValue).
 type Store interface {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetgate/fleetgate/pkg/kvbucket"
 )
 
 // DefaultMaxBytes bounds the session bucket, so that a flood of sessions
@@ -56,23 +58,15 @@ type ProvisionOptions struct {
 // holding such a session writes it again, see ErrLost) instead of
 // locking every new session out until the flood's records expire.
 func streamConfig(o ProvisionOptions) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:              "KV_" + o.Bucket,
-		Description:       "fleetgate MCP session records",
-		Subjects:          []string{"$KV." + o.Bucket + ".>"},
-		MaxMsgsPerSubject: 1, // History 1: a longer history raises every TTL
-		MaxBytes:          o.MaxBytes,
-		MaxMsgSize:        int32(RecordLimit(o.MaxBytes) + recordOverhead),
-		Storage:           jetstream.FileStorage,
-		Replicas:          o.Replicas,
-		Discard:           jetstream.DiscardOld,
-		Duplicates:        2 * time.Minute,
-		AllowDirect:       true,
-		AllowMsgTTL:       true,
-		AllowRollup:       false,
-		DenyDelete:        true,
-		DenyPurge:         true,
-	}
+	return kvbucket.Hardened(o.Bucket, jetstream.StreamConfig{
+		Description: "fleetgate MCP session records",
+		MaxBytes:    o.MaxBytes,
+		MaxMsgSize:  int32(RecordLimit(o.MaxBytes) + recordOverhead),
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		Discard:     jetstream.DiscardOld,
+		AllowMsgTTL: true,
+	})
 }
 
 func (o *ProvisionOptions) withDefaults() ProvisionOptions {
@@ -100,31 +94,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, o *ProvisionOptions)
 	if opts.Replicas < 0 || opts.MaxBytes < 0 {
 		return fmt.Errorf("sessionstore: provision bucket %q: replicas %d, max bytes %d", opts.Bucket, opts.Replicas, opts.MaxBytes)
 	}
-	cfg := streamConfig(opts)
-	st, err := js.Stream(ctx, cfg.Name)
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := js.CreateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("sessionstore: provision bucket %q: %w", opts.Bucket, err)
-		}
-		return nil
-	case err != nil:
+	if err := kvbucket.Provision(ctx, js, streamConfig(opts)); err != nil {
 		return fmt.Errorf("sessionstore: provision bucket %q: %w", opts.Bucket, err)
-	}
-	cur := st.CachedInfo().Config
-	if cur.MaxBytes == cfg.MaxBytes && cur.MaxMsgSize == cfg.MaxMsgSize && cur.Discard == cfg.Discard &&
-		!cur.AllowRollup && cur.DenyPurge {
-		return nil
-	}
-	// An older bucket (made as a plain KV with subject delete markers, or
-	// refusing new records when full) is hardened in place; the server
-	// refuses what it cannot change.
-	upd := cur
-	upd.MaxBytes, upd.AllowRollup, upd.DenyPurge, upd.DenyDelete, upd.AllowMsgTTL = cfg.MaxBytes, false, true, true, true
-	upd.MaxMsgSize, upd.Discard = cfg.MaxMsgSize, cfg.Discard
-	upd.SubjectDeleteMarkerTTL = 0
-	if _, err := js.UpdateStream(ctx, upd); err != nil {
-		return fmt.Errorf("sessionstore: provision bucket %q: update limits and hardening: %w", opts.Bucket, err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fleetgate/fleetgate/pkg/credential"
+	"github.com/fleetgate/fleetgate/pkg/kvbucket"
 	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
 )
 
@@ -131,20 +132,32 @@ const (
 )
 
 // Provision creates the bucket (the controller does, for edges that may
-// not create it) with replicas (at least 1), or updates its limits.
+// not create it) with replicas (at least 1), or bounds and hardens an
+// existing one (package kvbucket: an edge's roll-up, purge or API deletion
+// would otherwise wipe every user's sign-in). A full bucket refuses new
+// sign-ins (DiscardNew), which the user is told.
 func Provision(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) error {
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
-	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket,
+	cfg := kvbucket.Hardened(bucket, jetstream.StreamConfig{
 		Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
-		History:     1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage, MaxValueSize: MaxRecord,
-		MaxBytes: BucketMaxBytes, TTL: BucketTTL})
-	if err != nil {
+		MaxBytes:    BucketMaxBytes,
+		MaxMsgSize:  MaxRecord + recordOverhead,
+		MaxAge:      BucketTTL,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Discard:     jetstream.DiscardNew,
+	})
+	if err := kvbucket.Provision(ctx, js, cfg); err != nil {
 		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
 	}
 	return nil
 }
+
+// recordOverhead is room for a record's subject and headers in a stream
+// message.
+const recordOverhead = 1 << 10
 
 // errNoBucket: the bucket is not attached yet (Run waits for it).
 var errNoBucket = errors.New("sign-ins: the bucket is not available yet")
