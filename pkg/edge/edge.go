@@ -91,8 +91,7 @@ type Edge struct {
 	reg    *session.Registry
 	shared *session.Session
 
-	notes eventNotes    // trace contexts of the group's events, between two batches (source.go)
-	loop  *planner.Loop // the resync loop over reader (resync.go)
+	loop *planner.Loop // the resync loop over reader (resync.go)
 
 	// hj owns what runs off the request goroutines: taken-over streams,
 	// call lanes, session closes; Run waits for it last.

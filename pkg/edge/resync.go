@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/planner"
@@ -33,6 +31,7 @@ func (e *Edge) newPlanner() *planner.Loop {
 // backends calls may reach, the view served and told to every session,
 // in one pass over them (fanOutState), and the state confirmed.
 func (e *Edge) apply(r planner.Ready) {
+	e.spans.Late(r.Late)
 	if r.Apply {
 		e.applyState(r)
 	}
@@ -46,7 +45,7 @@ func (e *Edge) apply(r planner.Ready) {
 func (e *Edge) applyState(r planner.Ready) {
 	st := r.State
 	ap := e.spans.StartBatch() // nil untraced
-	defer ap.End(st.Generation, func() (trace.SpanContext, []trace.Link) { return e.notes.takeTraces(st) })
+	defer ap.End(st.Generation, r.Traced)
 	// The tool policy of the state is in force before its view is served:
 	// a batch that adds a tool and hides it never serves it meanwhile.
 	if r.PolicyChanged {

@@ -3,11 +3,9 @@ package edge
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/planner"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -57,32 +55,11 @@ func (e *Edge) onEvent(r string, ev *eventspb.Event) {
 	if ev.GetGroup() != e.opts.Group {
 		return
 	}
-	e.loop.Note(planner.Event{Region: r, Generation: ev.GetGeneration(), At: ev.GetTime().AsTime()})
+	note := planner.Event{Region: r, Generation: ev.GetGeneration(), At: ev.GetTime().AsTime()}
 	if e.spans.On() {
-		e.notes.note(e.spans, r, ev, e.confirmed.reflects)
+		note.Trace = spans.EventTrace(ev)
 	}
-}
-
-// eventNotes are the trace contexts of the group's events between two
-// batches (onEvent), when traced.
-type eventNotes struct {
-	mu     sync.Mutex
-	traces spans.Events
-}
-
-// note keeps the trace context of ev, read from the log of region r.
-func (n *eventNotes) note(t *spans.Tracer, r string, ev *eventspb.Event, applied func(string, uint64) bool) {
-	n.mu.Lock()
-	n.traces.Note(t, r, ev, applied)
-	n.mu.Unlock()
-}
-
-// takeTraces removes the trace contexts of the events st includes and
-// returns the oldest one's as parent, the others as links.
-func (n *eventNotes) takeTraces(st *events.State) (trace.SpanContext, []trace.Link) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.traces.Take(func(r string, g uint64) bool { return planner.Reflects(st.Generation, st.Regions, r, g) })
+	e.loop.Note(note)
 }
 
 // confirmation is the state at which the served view was last found
@@ -111,11 +88,4 @@ func (c confirmation) vector() region.Vector {
 		return nil
 	}
 	return regions
-}
-
-// reflects reports whether the confirmed state includes generation g of
-// region r's log.
-func (c confirmation) reflects(r string, g uint64) bool {
-	gen, regions := c.reg.Confirmed()
-	return planner.Reflects(gen, regions, r, g)
 }

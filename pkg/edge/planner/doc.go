@@ -6,7 +6,9 @@
 // it caught up, the group's events read, that the last Ready was applied)
 // together with the time, and returns one Ready: the state to apply, its
 // policy, the backends calls may reach (what to prune), the next served
-// view and its change, the oldest event time it carries, the generation
+// view and its change, the oldest event time it carries and the trace
+// contexts of the events it applies (Traced; Late for events noted after
+// their state was applied), the generation
 // or regional vector it confirms, and when to step again. It holds no
 // goroutine, no clock and no lock, like health.Tracker, controller.Core
 // and leader.Machine; its rules are tested by the scenario files of

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 	"github.com/fleetgate/fleetgate/pkg/events"
@@ -76,7 +78,15 @@ func (f *fleet) do(op []string, in *Input) error {
 		if err != nil || err2 != nil {
 			return fmt.Errorf("event: want gen=<n> at=<d>")
 		}
-		in.Events = append(in.Events, Event{Region: args["region"], Generation: n, At: scenarioEpoch.Add(at)})
+		ev := Event{Region: args["region"], Generation: n, At: scenarioEpoch.Add(at)}
+		if id := args["trace"]; id != "" {
+			k, err := strconv.ParseUint(id, 10, 8)
+			if err != nil || k == 0 {
+				return fmt.Errorf("event: trace=<1..255>")
+			}
+			ev.Trace = traceOf(byte(k))
+		}
+		in.Events = append(in.Events, ev)
 	case "caughtup":
 		in.CaughtUp = true
 	case "applied":
@@ -86,6 +96,24 @@ func (f *fleet) do(op []string, in *Input) error {
 		return fmt.Errorf("unknown op %q", op[0])
 	}
 	return nil
+}
+
+// traceOf is the trace context of scenario trace id k (its trace and
+// span ids end in k).
+func traceOf(k byte) trace.SpanContext {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	tid[15], sid[7] = k, k
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
+}
+
+// traceIDs are the scenario trace ids of evs, in order.
+func traceIDs(evs []Event) string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = strconv.Itoa(int(ev.Trace.SpanID()[7]))
+	}
+	return strings.Join(ids, ",")
 }
 
 // backend changes one backend as op says.

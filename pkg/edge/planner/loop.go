@@ -33,8 +33,8 @@ var (
 type Loop struct {
 	Planner *Planner
 	Source  Source
-	// Apply applies a Ready with Apply or Ready set (package doc). It
-	// runs on the loop's goroutine.
+	// Apply applies a Ready with Apply or Ready set, or Late events
+	// (package doc). It runs on the loop's goroutine.
 	Apply func(Ready)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -109,7 +109,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		in := Input{Events: l.takeNoted(), CaughtUp: l.Source.CaughtUp(), State: l.Source.State()}
 		r := l.Planner.Step(now(), in)
-		for r.Apply || r.Ready {
+		for r.Apply || r.Ready || len(r.Late) > 0 {
 			l.Apply(r)
 			if !r.Apply {
 				break

@@ -3,7 +3,10 @@ package planner
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
+
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/health"
 	"github.com/fleetgate/fleetgate/pkg/policy"
@@ -51,6 +54,10 @@ type Event struct {
 	Region     string
 	Generation uint64
 	At         time.Time
+	// Trace is the trace context the event carried (not valid when the
+	// edge traces nothing or the event had none): the batch that applies
+	// the event is its child (Ready.Traced).
+	Trace trace.SpanContext
 }
 
 // Planner is the edge's change path as a pure state machine: the driver
@@ -100,9 +107,31 @@ func (p *Planner) IsReady() bool { return p.ready }
 
 // Step takes what the driver observed at now and returns what to do.
 func (p *Planner) Step(now time.Time, in Input) Ready {
-	if room := MaxEvents - len(p.times); room > 0 {
-		p.times = append(p.times, in.Events[:min(room, len(in.Events))]...)
+	late := p.note(in.Events)
+	r := p.step(now, in)
+	r.Late = late
+	return r
+}
+
+// note keeps evs for the batch that will reflect them. An event the
+// last applied state reflects already (noted after its state was
+// applied) is kept for none: its time would be charged to a later batch;
+// the traced ones are returned (Ready.Late).
+func (p *Planner) note(evs []Event) (late []Event) {
+	for _, ev := range evs {
+		switch {
+		case p.applied != nil && Reflects(p.applied.Generation, p.applied.Regions, ev.Region, ev.Generation):
+			if ev.Trace.IsValid() {
+				late = append(late, ev)
+			}
+		case len(p.times) < MaxEvents:
+			p.times = append(p.times, ev)
+		}
 	}
+	return late
+}
+
+func (p *Planner) step(now time.Time, in Input) Ready {
 	p.caughtUp = p.caughtUp || in.CaughtUp
 	if in.Applied && p.inflight != nil {
 		r := p.inflight
@@ -196,6 +225,14 @@ type Ready struct {
 	// EventTime is the oldest timestamp of the group's events the
 	// state reflects and no earlier batch did (zero when none).
 	EventTime time.Time
+	// Traced are those events that carried a trace context, oldest
+	// noted first: the batch's span is the first one's child and links
+	// the others.
+	Traced []Event
+	// Late are traced events noted after a state that reflects them was
+	// applied (set on any Ready, Apply or not): their application is
+	// over already.
+	Late []Event
 
 	// Generation and Regions (nil on one log) are those of State.
 	Generation uint64
@@ -227,7 +264,7 @@ func (p *Planner) plan(st *events.State, now time.Time) Ready {
 	if same {
 		// The group's backends are unchanged (State shares untouched
 		// groups), so the view is too.
-		p.takeTime(st)
+		_, r.Traced = p.takeEvents(st)
 		return r
 	}
 	prev := p.served
@@ -235,7 +272,7 @@ func (p *Planner) plan(st *events.State, now time.Time) Ready {
 	next.Regions = st.Regions
 	r.Backends, r.Dropped = next.Backends, next.Dropped
 	ch := view.Between(prev, next)
-	r.EventTime = p.takeTime(st)
+	r.EventTime, r.Traced = p.takeEvents(st)
 	if ch.None() {
 		return r
 	}
@@ -252,10 +289,9 @@ func (p *Planner) plan(st *events.State, now time.Time) Ready {
 	return r
 }
 
-// takeTime removes the events st reflects and returns the oldest
-// timestamp among them (zero when none).
-func (p *Planner) takeTime(st *events.State) time.Time {
-	var oldest time.Time
+// takeEvents removes the events st reflects and returns the oldest
+// timestamp among them (zero when none) and the traced ones.
+func (p *Planner) takeEvents(st *events.State) (oldest time.Time, traced []Event) {
 	k := 0
 	for _, ev := range p.times {
 		if !Reflects(st.Generation, st.Regions, ev.Region, ev.Generation) {
@@ -266,9 +302,13 @@ func (p *Planner) takeTime(st *events.State) time.Time {
 		if oldest.IsZero() || ev.At.Before(oldest) {
 			oldest = ev.At
 		}
+		if ev.Trace.IsValid() {
+			traced = append(traced, ev)
+		}
 	}
+	clear(p.times[k:])
 	p.times = p.times[:k]
-	return oldest
+	return oldest, traced
 }
 
 // Reflects reports whether a state of generation gen and regional vector

@@ -94,13 +94,17 @@ func runScenario(t *testing.T, sc scenario) {
 // describe is the want syntax of r.
 func describe(r Ready) string {
 	if !r.Apply {
+		out := "-"
 		switch {
 		case r.Ready:
-			return "ready"
+			out = "ready"
 		case !r.Wake.IsZero():
-			return "wake=" + r.Wake.Sub(scenarioEpoch).String()
+			out = "wake=" + r.Wake.Sub(scenarioEpoch).String()
 		}
-		return "-"
+		if len(r.Late) > 0 {
+			out += " late=" + traceIDs(r.Late)
+		}
+		return out
 	}
 	out := []string{"apply", fmt.Sprintf("gen=%d", r.Generation)}
 	if r.View != nil {
@@ -117,6 +121,12 @@ func describe(r Ready) string {
 	}
 	if !r.EventTime.IsZero() {
 		out = append(out, "event="+r.EventTime.Sub(scenarioEpoch).String())
+	}
+	if len(r.Traced) > 0 {
+		out = append(out, "traced="+traceIDs(r.Traced))
+	}
+	if len(r.Late) > 0 {
+		out = append(out, "late="+traceIDs(r.Late))
 	}
 	if r.Regions != nil {
 		var rs []string

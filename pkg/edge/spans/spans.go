@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/planner"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/tracing"
 	"github.com/fleetgate/fleetgate/proto/eventspb"
@@ -65,18 +66,32 @@ func (b *Batch) Reached(n int) {
 }
 
 // End makes the span of the batch that applied generation gen, after
-// resync confirmed it: take removes the trace contexts of the events the
-// batch applied and returns its parent (the oldest) and links (the
-// others). A trace context the reader notes after that (it tells of an
-// event after the state holding it) is made into a span of its own by
-// Events.Note.
-func (b *Batch) End(gen uint64, take func() (trace.SpanContext, []trace.Link)) {
-	if b == nil {
+// resync confirmed it: traced are the events the batch applied that
+// carried a trace context (planner.Ready.Traced); the first is its
+// parent, the others its links. An event noted after its state was
+// applied (planner.Ready.Late) is a span of its own (Tracer.Late).
+func (b *Batch) End(gen uint64, traced []planner.Event) {
+	if b == nil || len(traced) == 0 {
 		return
 	}
-	if parent, links := take(); parent.IsValid() {
-		b.t.Applied(parent, links, gen, b.start, b.sessions)
+	links := make([]trace.Link, 0, len(traced)-1)
+	for _, ev := range traced[1:] {
+		links = append(links, trace.Link{SpanContext: ev.Trace, Attributes: []attribute.KeyValue{tracing.AttrEventGen.Int64(int64(ev.Generation))}})
 	}
+	b.t.Applied(traced[0].Trace, links, gen, b.start, b.sessions)
+}
+
+// Late makes the span of each event whose state was applied before the
+// event was noted (planner.Ready.Late): its application is over.
+func (t *Tracer) Late(evs []planner.Event) {
+	for _, ev := range evs {
+		t.Applied(ev.Trace, nil, ev.Generation, time.Now(), -1)
+	}
+}
+
+// EventTrace is the trace context event ev carried (not valid: none).
+func EventTrace(ev *eventspb.Event) trace.SpanContext {
+	return tracing.SpanContextOf(ev.GetTraceparent())
 }
 
 // Applied records the application of generation gen (caused by parent)
@@ -90,55 +105,6 @@ func (t *Tracer) Applied(parent trace.SpanContext, links []trace.Link, gen uint6
 		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...), trace.WithTimestamp(start),
 		trace.WithAttributes(attrs...))
 	sp.End()
-}
-
-// eventTrace is the trace context an event of the group carried.
-type eventTrace struct {
-	region string // "" on a single log
-	gen    uint64
-	sc     trace.SpanContext
-}
-
-// maxEventTraces bounds the trace contexts kept between two batches.
-const maxEventTraces = 1024
-
-// Events are the trace contexts of events no batch applied yet. The
-// caller serialises its calls.
-type Events struct{ list []eventTrace }
-
-// Note keeps the trace context event ev (of region r's log; "" on one
-// log) carries for the batch that applies it. An event whose generation
-// a batch has confirmed already (confirmed reports it) is made into its
-// application's span at once.
-func (es *Events) Note(t *Tracer, r string, ev *eventspb.Event, confirmed func(r string, gen uint64) bool) {
-	sc := tracing.SpanContextOf(ev.GetTraceparent())
-	switch gen := ev.GetGeneration(); {
-	case !sc.IsValid():
-	case confirmed(r, gen):
-		t.Applied(sc, nil, gen, time.Now(), -1)
-	case len(es.list) < maxEventTraces:
-		es.list = append(es.list, eventTrace{region: r, gen: gen, sc: sc})
-	}
-}
-
-// Take removes the trace contexts of the events applied reports as
-// applied and returns the oldest one's as parent, the others as links.
-func (es *Events) Take(applied func(r string, gen uint64) bool) (parent trace.SpanContext, links []trace.Link) {
-	n := 0
-	for _, et := range es.list {
-		if !applied(et.region, et.gen) {
-			es.list[n] = et
-			n++
-			continue
-		}
-		if !parent.IsValid() {
-			parent = et.sc
-		} else {
-			links = append(links, trace.Link{SpanContext: et.sc, Attributes: []attribute.KeyValue{tracing.AttrEventGen.Int64(int64(et.gen))}})
-		}
-	}
-	es.list = es.list[:n]
-	return parent, links
 }
 
 // Request starts the server span of an MCP request other than tools/call
