@@ -1,5 +1,7 @@
 package search
 
+import "strings"
+
 // Intent: a tool's name says first what it does ("create_issue",
 // "listFiles", after the backend prefix), and a request most often starts
 // with what it wants done ("open a ticket", "show the pods") or asks a
@@ -66,8 +68,29 @@ func seedFamily(t string) int8 {
 // that is not a term of its group's name ("github_create_issue" →
 // "create"), or "" for none.
 func actionOf(doc Doc) string {
-	gterms := Tokenize(groupOf(doc))
-	for _, t := range Tokenize(doc.Name) {
+	var a actions
+	return a.of(doc)
+}
+
+// actions finds tools' actions, reusing its buffers and each group's
+// terms across tools.
+type actions struct {
+	terms  []string
+	groups map[string][]string // group name → its terms
+}
+
+func (a *actions) of(doc Doc) string {
+	group := groupOf(doc)
+	gterms, ok := a.groups[group]
+	if !ok {
+		gterms = Tokenize(group)
+		if a.groups == nil {
+			a.groups = map[string][]string{}
+		}
+		a.groups[group] = gterms
+	}
+	a.terms = appendTokens(a.terms[:0], doc.Name)
+	for _, t := range a.terms {
 		if !containsString(gterms, t) {
 			return t
 		}
@@ -83,16 +106,17 @@ func toolFamilies(docs []Doc, opts *resolved) []int8 {
 	}
 	fam := make([]int8, len(docs))
 	known := map[string]int8{}
+	var acts actions
 	any := false
 	for d, doc := range docs {
-		a := actionOf(doc)
+		a := acts.of(doc)
 		f, ok := known[a]
 		if !ok {
 			f = noFamily
 			if a != "" {
 				f = opts.familyOf(a)
 			}
-			known[a] = f
+			known[strings.Clone(a)] = f
 		}
 		fam[d] = f
 		any = any || f != noFamily
