@@ -20,7 +20,7 @@
 // it covers, in any field and in its name or title, adds the score of
 // its group (its backend, by default the name's prefix) as a whole, and
 // weighs the agreement of intent: the family (reading, creating,
-// changing, removing) of the query's first word, or reading for a
+// changing, removing, sending, running) of the query's first word, or reading for a
 // question, against that of the tool's action, the first word of its
 // name after the backend's ("create" in github_create_issue); the same
 // family raises the score, another lowers it, an unknown one leaves it.

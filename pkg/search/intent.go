@@ -14,10 +14,11 @@ import "strings"
 
 // actionFamilies are the broad kinds of request a tool serves, each
 // named by its seed terms: reading (getting one thing, listing or
-// searching many), creating, changing and removing. A word is of the
-// family of the seed it is, or else of the first seed among its curated
-// synonyms (Options.Synonyms: "add" and "make" are creating, "find" and
-// "show" reading). Most words are of no family. WordNet's synonyms and
+// searching many), creating, changing, removing, sending and running. A
+// word is of the family of the seed it is, or else of the first seed
+// among its curated synonyms (Options.Synonyms: "add" and "make" are
+// creating, "find" and "show" reading, "post" sending, "execute"
+// running). Most words are of no family. WordNet's synonyms and
 // hypernyms were tried as a further step and left out: its verbs are too
 // polysemous ("start" is a synonym of "get", "buy" a kind of it).
 var actionFamilies = [...][]string{
@@ -25,6 +26,8 @@ var actionFamilies = [...][]string{
 	{"create"},
 	{"update"},
 	{"delete"},
+	{"send"},
+	{"run"},
 }
 
 // noFamily marks a word or tool of no family.

@@ -33,7 +33,8 @@ func TestFamilyOf(t *testing.T) {
 		"create": 1, "add": 1, "make": 1, "new": 1,
 		"update": 2, "edit": 2, "modify": 2, "change": 2,
 		"delete": 3, "remove": 3, "erase": 3,
-		"send": noFamily, "merge": noFamily, "start": noFamily, "customer": noFamily,
+		"send": 4, "post": 4, "run": 5, "execute": 5, "launch": 5,
+		"merge": noFamily, "start": noFamily, "customer": noFamily, "reply": noFamily,
 	} {
 		if got := r.familyOf(Stem(w)); got != want {
 			t.Errorf("familyOf(%q) = %d, want %d", w, got, want)
