@@ -4,7 +4,7 @@ import "strings"
 
 // Intent: a tool's name says first what it does ("create_issue",
 // "listFiles", after the backend prefix), and a request most often starts
-// with what it wants done ("open a ticket", "show the pods") or asks a
+// with what it wants done ("create a ticket", "show the pods") or asks a
 // question (which reads). Both are sorted into the broad families of
 // actionFamilies; when the query's family and a tool's are both known,
 // the tool's score is multiplied by 1 + Options.IntentWeight if they are

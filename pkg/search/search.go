@@ -127,10 +127,19 @@ func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups b
 	}
 	alpha, beta := ix.opts.coverage, ix.opts.nameCoverage
 	gamma := ix.opts.groupWeight
+	var factor [len(actionFamilies) + 1]float64 // by tool family + 1
+	if family != noFamily {
+		for f := range factor {
+			factor[f] = ix.opts.intentFactor(family, int8(f-1))
+		}
+	}
 	for _, d := range s.docs {
 		c := &s.doc[d]
 		if g := ix.groupOf[d]; groups && g >= 0 {
 			c.score += gamma * s.group[g]
+		}
+		if family != noFamily {
+			c.score *= factor[ix.family[d]+1]
 		}
 		if total == 0 || (alpha == 0 && beta == 0) {
 			continue
@@ -151,17 +160,6 @@ func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups b
 	}
 	if groups {
 		clear(s.group)
-	}
-	if family != noFamily {
-		ix.applyIntent(s, family)
-	}
-}
-
-// applyIntent scales the scores by the agreement of each tool's action
-// with the query's family (Options.IntentWeight, IntentPenalty).
-func (ix *Index) applyIntent(s *scratch, family int8) {
-	for _, d := range s.docs {
-		s.doc[d].score *= ix.opts.intentFactor(family, ix.family[d])
 	}
 }
 
