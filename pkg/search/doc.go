@@ -12,12 +12,18 @@
 // first loses the words agents frame it with ("I need a tool to", "help
 // me"); each remaining term is then expanded at reduced weights with the
 // curated synonyms ([DefaultSynonyms]) and with the synonyms, derived
-// words and, for a noun, the first words of its definition, from an
+// words, hypernyms (for a verb: the more general action, "book" →
+// schedule) and, for a noun, the first words of its definition, from an
 // English lexicon derived from WordNet 3.0 (embedded, with its licence, in
 // wordnet/; built by internal/wordnetgen). A second pass
 // rescales each matching tool's score by the share of the query's words
-// it covers, in any field and in its name or title, and adds the score of
-// its group (its backend, by default the name's prefix) as a whole.
+// it covers, in any field and in its name or title, adds the score of
+// its group (its backend, by default the name's prefix) as a whole, and
+// weighs the agreement of intent: the family (reading, creating,
+// changing, removing, sending, running) of the query's first word, or reading for a
+// question, against that of the tool's action, the first word of its
+// name after the backend's ("create" in github_create_issue); the same
+// family raises the score, another lowers it, an unknown one leaves it.
 // Options.Weights and the other defaults were chosen on a tuning corpus and
 // checked on a held-out one (testdata/tune, testdata/eval; see
 // docs/benchmarks.md).

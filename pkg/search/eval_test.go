@@ -85,12 +85,12 @@ func TestCorpusFigures(t *testing.T) {
 // are not reached yet). Raise the floor when the figures rise; never tune
 // on this corpus.
 func TestEvalCorpusFloor(t *testing.T) {
-	floor := figures{R1: 0.72, R3: 0.85, R8: 0.95, MRR: 0.80}
+	floor := figures{R1: 0.72, R3: 0.855, R8: 0.95, MRR: 0.805}
 	docs, qs := loadCorpus(t, evalCorpus)
 	got := evaluate(Build(docs, nil), qs)
 	t.Logf("eval %s", got)
 	if got.R1 < floor.R1 || got.R3 < floor.R3 || got.R8 < floor.R8 || got.MRR < floor.MRR {
-		t.Errorf("evaluation corpus: %s, below the floor recall@1 %.2f, @3 %.2f, @8 %.2f, MRR %.2f",
+		t.Errorf("evaluation corpus: %s, below the floor recall@1 %.3f, @3 %.3f, @8 %.3f, MRR %.3f",
 			got, floor.R1, floor.R3, floor.R8, floor.MRR)
 	}
 }

@@ -37,6 +37,7 @@ type Index struct {
 
 	groupOf []int32 // per doc: its group, -1 for none
 	groups  int     // number of groups with a group index, else 0
+	family  []int8  // per doc: its action's family (intent.go); nil when off
 
 	scratch sync.Pool // of *scratch sized for len(names) and groups
 }
@@ -82,6 +83,7 @@ func Build(docs []Doc, opts *Options) *Index {
 		ix.groupOf[d] = b.addDoc(d, doc)
 	}
 	b.finish(ix)
+	ix.family = toolFamilies(docs, &ix.opts)
 	n, g := len(docs), ix.groups
 	ix.scratch.New = func() any { return newScratch(n, g) }
 	return ix

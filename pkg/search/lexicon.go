@@ -15,8 +15,8 @@ import (
 // lexiconGz is the English lexicon derived from WordNet 3.0 (see
 // wordnet/LICENSE-WordNet and internal/wordnetgen): synonyms of each
 // word's most frequent senses, derivationally related words and irregular
-// verb forms, and the first terms of each noun's definition, keyed by
-// index term.
+// verb forms, the first terms of each noun's definition, and the direct
+// hypernyms of each verb's most frequent senses, keyed by index term.
 //
 //go:embed wordnet/lexicon.txt.gz
 var lexiconGz []byte
@@ -29,7 +29,7 @@ type lexicon struct {
 	infl    map[string]string // irregular verb form → its lemma, both lower case
 }
 
-type lexEntry struct{ syn, der, gloss string }
+type lexEntry struct{ syn, der, gloss, hyper string }
 
 // maxLexiconBytes bounds the decompressed embedded table, which is
 // trusted but read defensively.
@@ -51,7 +51,7 @@ func defaultLexiconLoad() *lexicon {
 }
 
 // parseLexicon reads the table format internal/wordnetgen writes:
-// "term<TAB>synonyms<TAB>derived<TAB>gloss" lines, ">form<TAB>lemma"
+// "term<TAB>synonyms<TAB>derived<TAB>gloss<TAB>hypernyms" lines, ">form<TAB>lemma"
 // lines and "#" comments. Malformed lines are skipped.
 func parseLexicon(raw string) *lexicon {
 	lx := &lexicon{related: make(map[string]lexEntry, 50000), infl: make(map[string]string, 2500)}
@@ -66,9 +66,10 @@ func parseLexicon(raw string) *lexicon {
 		default:
 			term, rest, ok := strings.Cut(line, "\t")
 			syn, rest, ok2 := strings.Cut(rest, "\t")
-			der, gloss, ok3 := strings.Cut(rest, "\t")
-			if ok && ok2 && ok3 && term != "" && !strings.Contains(gloss, "\t") {
-				lx.related[term] = lexEntry{syn: syn, der: der, gloss: gloss}
+			der, rest, ok3 := strings.Cut(rest, "\t")
+			gloss, hyper, ok4 := strings.Cut(rest, "\t")
+			if ok && ok2 && ok3 && ok4 && term != "" && !strings.Contains(hyper, "\t") {
+				lx.related[term] = lexEntry{syn: syn, der: der, gloss: gloss, hyper: hyper}
 			}
 		}
 	}
@@ -85,9 +86,10 @@ func (lx *lexicon) lemma(w string) string {
 }
 
 // synonyms, derived and gloss yield the terms related to term.
-func (lx *lexicon) synonyms(term string) iter.Seq[string] { return words(lx.related[term].syn) }
-func (lx *lexicon) derived(term string) iter.Seq[string]  { return words(lx.related[term].der) }
-func (lx *lexicon) gloss(term string) iter.Seq[string]    { return words(lx.related[term].gloss) }
+func (lx *lexicon) synonyms(term string) iter.Seq[string]  { return words(lx.related[term].syn) }
+func (lx *lexicon) derived(term string) iter.Seq[string]   { return words(lx.related[term].der) }
+func (lx *lexicon) gloss(term string) iter.Seq[string]     { return words(lx.related[term].gloss) }
+func (lx *lexicon) hypernyms(term string) iter.Seq[string] { return words(lx.related[term].hyper) }
 
 func words(s string) iter.Seq[string] {
 	return func(yield func(string) bool) {

@@ -28,6 +28,8 @@ func TestLexicon(t *testing.T) {
 		{lx.derived, "payment", "pay"},
 		{lx.derived, "invitation", "invite"},
 		{lx.gloss, "invoice", "statement"},
+		{lx.hypernyms, "book", "schedule"},
+		{lx.hypernyms, "locate", "find"},
 	}
 	for _, tt := range tests {
 		got := slices.Collect(tt.rel(Stem(tt.term)))
@@ -43,12 +45,16 @@ func TestLexicon(t *testing.T) {
 }
 
 func TestParseLexiconMalformed(t *testing.T) {
-	lx := parseLexicon("# comment\nno tabs\nthree\tcolumns\tonly\ndelet\teras cancel\tdeletion\tremov\nx\ta\tb\tc\td\n>sent\tsend\n>\tx\n")
+	lx := parseLexicon("# comment\nno tabs\nthree\tcolumns\tonly\nfour\ta\tb\tc\n" +
+		"delet\teras cancel\tdeletion\tremov\tremov\nx\ta\tb\tc\td\te\n>sent\tsend\n>\tx\n")
 	if got := slices.Collect(lx.synonyms("delet")); !slices.Equal(got, []string{"eras", "cancel"}) {
 		t.Errorf("synonyms(delet) = %v", got)
 	}
 	if got := slices.Collect(lx.gloss("delet")); !slices.Equal(got, []string{"remov"}) {
 		t.Errorf("gloss(delet) = %v", got)
+	}
+	if got := slices.Collect(lx.hypernyms("delet")); !slices.Equal(got, []string{"remov"}) {
+		t.Errorf("hypernyms(delet) = %v", got)
 	}
 	if len(lx.related) != 1 || len(lx.infl) != 1 || lx.lemma("sent") != "send" {
 		t.Errorf("related = %v, infl = %v", lx.related, lx.infl)
@@ -56,11 +62,11 @@ func TestParseLexiconMalformed(t *testing.T) {
 }
 
 func FuzzParseLexicon(f *testing.F) {
-	f.Add("delet\teras cancel\tdeletion\tremov\n>sent\tsend\n")
+	f.Add("delet\teras cancel\tdeletion\tremov\tremov\n>sent\tsend\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		lx := parseLexicon(raw)
 		for k, e := range lx.related {
-			for w := range words(e.syn + " " + e.der + " " + e.gloss) {
+			for w := range words(e.syn + " " + e.der + " " + e.gloss + " " + e.hyper) {
 				if w == "" || k == "" {
 					t.Fatalf("empty term in %q: %+v", k, e)
 				}

@@ -55,6 +55,12 @@ type Options struct {
 	// disables.
 	GlossWeight float64
 
+	// HypernymWeight is how much a term naming the more general action
+	// that a query verb's frequent senses are kinds of counts ("book":
+	// schedule; "locate": find, ascertain): a tool may use the general
+	// word. Default DefaultHypernymWeight; negative disables.
+	HypernymWeight float64
+
 	// CoverageWeight and NameCoverageWeight rescore the candidates in a
 	// second pass: a tool's BM25F score is multiplied by
 	// 1 + CoverageWeight·c + NameCoverageWeight·n, where c is the share
@@ -72,6 +78,15 @@ type Options struct {
 	// the score of each tool of the group that matched the query. Default
 	// DefaultGroupWeight; negative disables.
 	GroupWeight float64
+
+	// IntentWeight and IntentPenalty weigh the agreement between what
+	// the query asks to do and what a tool's name says it does (see
+	// intent.go): of the same family (reading, creating, changing,
+	// removing), the tool's score is multiplied by 1 + IntentWeight; of
+	// different ones, by 1 − IntentPenalty. Defaults DefaultIntentWeight
+	// and DefaultIntentPenalty; negative disables; the penalty is capped
+	// at 0.9.
+	IntentWeight, IntentPenalty float64
 }
 
 // Default option values.
@@ -81,12 +96,16 @@ const (
 	DefaultMaxSchemaDepth = 5
 	DefaultSynonymWeight  = 1
 
-	DefaultLexiconWeight      = 0.2
+	DefaultLexiconWeight      = 0.1
 	DefaultDerivationWeight   = 0.2
-	DefaultGlossWeight        = 0.4
-	DefaultCoverageWeight     = 15
+	DefaultGlossWeight        = 0.3
+	DefaultHypernymWeight     = 0.5
+	DefaultCoverageWeight     = 30
 	DefaultNameCoverageWeight = 0 // off: with GlossWeight, name coverage lost on the tuning corpus
 	DefaultGroupWeight        = 0.8
+	DefaultIntentWeight       = 0.5
+	DefaultIntentPenalty      = 0.5
+	maxIntentPenalty          = 0.9
 )
 
 // DefaultWeights are the field weights used when Options leaves them zero.
@@ -116,6 +135,7 @@ type resolved struct {
 	expansion
 	coverage, nameCoverage float64 // 0 disables
 	groupWeight            float64 // 0 disables
+	intent, intentPenalty  float64 // 0 disables
 }
 
 func resolve(o *Options) resolved {
@@ -153,12 +173,15 @@ func resolve(o *Options) resolved {
 	r.lexWeight = pick(in.LexiconWeight, DefaultLexiconWeight)
 	r.derWeight = pick(in.DerivationWeight, DefaultDerivationWeight)
 	r.glossWeight = pick(in.GlossWeight, DefaultGlossWeight)
-	if r.lexWeight > 0 || r.derWeight > 0 || r.glossWeight > 0 {
+	r.hyperWeight = pick(in.HypernymWeight, DefaultHypernymWeight)
+	if r.lexWeight > 0 || r.derWeight > 0 || r.glossWeight > 0 || r.hyperWeight > 0 {
 		r.lexicon = defaultLexicon()
 	}
 	r.coverage = pick(in.CoverageWeight, DefaultCoverageWeight)
 	r.nameCoverage = pick(in.NameCoverageWeight, DefaultNameCoverageWeight)
 	r.groupWeight = pick(in.GroupWeight, DefaultGroupWeight)
+	r.intent = pick(in.IntentWeight, DefaultIntentWeight)
+	r.intentPenalty = min(pick(in.IntentPenalty, DefaultIntentPenalty), maxIntentPenalty)
 	if r.maxDepth <= 0 {
 		r.maxDepth = DefaultMaxSchemaDepth
 	}

@@ -62,7 +62,12 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 	defer ix.scratch.Put(s)
 
 	s.tokens, s.words = appendQueryTokens(s.tokens[:0], s.words[:0], stripWrapper(query))
-	s.terms = ix.opts.expandQuery(s.terms[:0], s.tokens, isQuestion(query))
+	question := isQuestion(query)
+	s.terms = ix.opts.expandQuery(s.terms[:0], s.tokens, question)
+	family := int8(noFamily)
+	if ix.family != nil {
+		family = ix.opts.queryFamily(s.tokens, question)
+	}
 	n, ng := float64(len(ix.names)), float64(ix.groups)
 	groups := ix.opts.groupWeight > 0 && ix.groups > 0
 	var originWeight [maxOrigins]float64 // per origin: its best term's q·idf
@@ -106,24 +111,35 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 			}
 		}
 	}
-	ix.rescore(s, &originWeight, groups)
+	ix.rescore(s, &originWeight, groups, family)
 	return ix.topHits(s, limit, keep)
 }
 
 // rescore is the second pass: each scored document's BM25F score is
 // scaled by how much of the query it covers (Options.CoverageWeight and
-// NameCoverageWeight), and its group's score added (Options.GroupWeight).
-func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups bool) {
+// NameCoverageWeight), its group's score added (Options.GroupWeight), and
+// the sum scaled by the agreement of its action with the query's family
+// (Options.IntentWeight and IntentPenalty).
+func (ix *Index) rescore(s *scratch, originWeight *[maxOrigins]float64, groups bool, family int8) {
 	total := 0.0
 	for _, w := range originWeight {
 		total += w
 	}
 	alpha, beta := ix.opts.coverage, ix.opts.nameCoverage
 	gamma := ix.opts.groupWeight
+	var factor [len(actionFamilies) + 1]float64 // by tool family + 1
+	if family != noFamily {
+		for f := range factor {
+			factor[f] = ix.opts.intentFactor(family, int8(f-1))
+		}
+	}
 	for _, d := range s.docs {
 		c := &s.doc[d]
 		if g := ix.groupOf[d]; groups && g >= 0 {
 			c.score += gamma * s.group[g]
+		}
+		if family != noFamily {
+			c.score *= factor[ix.family[d]+1]
 		}
 		if total == 0 || (alpha == 0 && beta == 0) {
 			continue

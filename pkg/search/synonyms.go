@@ -139,6 +139,7 @@ type expansion struct {
 	lexicon              *lexicon
 	lexWeight, derWeight float64 // WordNet synonyms and derivations
 	glossWeight          float64 // terms of WordNet noun definitions
+	hyperWeight          float64 // WordNet verb hypernyms
 }
 
 // expandQuery turns the query's tokens into weighted terms: every distinct
@@ -182,6 +183,11 @@ func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool)
 		if x.lexicon != nil && x.derWeight > 0 {
 			for der := range x.lexicon.derived(t) {
 				add(der, x.derWeight, o)
+			}
+		}
+		if x.lexicon != nil && x.hyperWeight > 0 {
+			for h := range x.lexicon.hypernyms(t) {
+				add(h, x.hyperWeight, o)
 			}
 		}
 		if x.lexicon != nil && x.glossWeight > 0 {

@@ -11,13 +11,14 @@
 // "payment" → "pay"), plus the irregular verb forms of the exception list
 // ("ran" → "run", "sent" → "send"), and the first glossWords terms of the
 // definition of each noun's most frequent sense ("invoice" → "itemized
-// statement money"). Nouns of lexicographer files that name no
+// statement money"), and the lemmas of the direct hypernyms of each
+// verb's kept senses ("book" → "schedule", "locate" → "find"). Nouns of lexicographer files that name no
 // software concept (animals, plants, foods, body parts, substances,
 // places, natural objects, feelings, motives, shapes) are left out, and so
 // are proper nouns, so the table stays small.
 //
 // Output format, one entry a line, sorted:
-// "term<TAB>synonyms<TAB>derived<TAB>gloss"
+// "term<TAB>synonyms<TAB>derived<TAB>gloss<TAB>hypernyms"
 // with the words as index terms (package search's stop words dropped, its
 // stemmer applied, the words of one stem merged; space-separated), then
 // ">form<TAB>lemma" for irregular verb forms. The first lines are "#"
@@ -46,7 +47,7 @@ func main() {
 	dict := flag.String("dict", "/usr/share/wordnet", "directory of the WordNet database files")
 	out := flag.String("out", "wordnet/lexicon.txt.gz", "output file (gzip)")
 	flag.Parse()
-	g := &gen{syn: map[string]set{}, der: map[string]set{}, infl: map[string]string{}, gloss: map[string]string{}}
+	g := &gen{syn: map[string]set{}, der: map[string]set{}, hyp: map[string]set{}, infl: map[string]string{}, gloss: map[string]string{}}
 	for _, p := range parts {
 		if err := g.readPOS(*dict, p); err != nil {
 			log.Fatal(err)
@@ -92,6 +93,7 @@ type set map[string]bool
 type synset struct {
 	words []string // single-word lemmas, lower case; "" for ones left out
 	ptrs  []pointer
+	hyper []string // offsets of the verb synsets this one's hypernym pointers lead to
 	skip  bool
 	def   string // the gloss's definition, before its examples
 }
@@ -110,6 +112,7 @@ type pointer struct {
 type gen struct {
 	data      map[byte]map[string]*synset // by pos letter, by offset
 	syn, der  map[string]set
+	hyp       map[string]set // verb lemma → the lemmas of its kept senses' hypernyms
 	infl      map[string]string
 	gloss     map[string]string   // noun lemma → definition of its first sense
 	headwords map[string][]string // lemma → kept synset offsets, keyed "pos:offset"
@@ -185,6 +188,9 @@ func (g *gen) readData(path string, letter byte) error {
 		for range pc {
 			sym, off, pl, st := fs[i], fs[i+1], fs[i+2], fs[i+3]
 			i += 4
+			if sym == "@" && letter == 'v' && pl == "v" {
+				s.hyper = append(s.hyper, off)
+			}
 			if sym != "+" {
 				continue
 			}
@@ -245,6 +251,15 @@ func (g *gen) readIndex(path string, letter byte, senses int) error {
 			if i == 0 && letter == 'n' {
 				g.gloss[lemma] = s.def
 			}
+			for _, off := range s.hyper {
+				if h := g.data['v'][off]; h != nil {
+					for _, w := range h.words {
+						if w != "" && w != lemma {
+							add(g.hyp, lemma, w)
+						}
+					}
+				}
+			}
 			k := slices.Index(s.words, lemma)
 			for _, w := range s.words {
 				if w != "" && w != lemma {
@@ -297,14 +312,14 @@ func (g *gen) readExceptions(path string) error {
 // own stop-word list and stemmer, and the words of one stem are merged.
 func (g *gen) write(w *bytes.Buffer) {
 	type entry struct {
-		syn, der set
-		gloss    []string
+		syn, der, hyp set
+		gloss         []string
 	}
 	byTerm := map[string]*entry{}
 	get := func(k string) *entry {
 		e := byTerm[k]
 		if e == nil {
-			e = &entry{syn: set{}, der: set{}}
+			e = &entry{syn: set{}, der: set{}, hyp: set{}}
 			byTerm[k] = e
 		}
 		return e
@@ -316,9 +331,10 @@ func (g *gen) write(w *bytes.Buffer) {
 		return search.Stem(w)
 	}
 	for _, kind := range []struct {
-		m   map[string]set
-		syn bool
-	}{{g.syn, true}, {g.der, false}} {
+		m    map[string]set
+		pick func(*entry) set
+	}{{g.syn, func(e *entry) set { return e.syn }}, {g.der, func(e *entry) set { return e.der }},
+		{g.hyp, func(e *entry) set { return e.hyp }}} {
 		for k, vs := range kind.m {
 			kt := term(k)
 			if kt == "" {
@@ -329,12 +345,7 @@ func (g *gen) write(w *bytes.Buffer) {
 				if vt == "" || vt == kt {
 					continue
 				}
-				e := get(kt)
-				if kind.syn {
-					e.syn[vt] = true
-				} else {
-					e.der[vt] = true
-				}
+				kind.pick(get(kt))[vt] = true
 			}
 		}
 	}
@@ -356,11 +367,12 @@ func (g *gen) write(w *bytes.Buffer) {
 		}
 	}
 	w.WriteString("# Derived from WordNet 3.0 by pkg/search/internal/wordnetgen; see LICENSE-WordNet.\n")
-	w.WriteString("# term<TAB>synonym terms<TAB>derived terms<TAB>gloss terms, then >irregular-form<TAB>lemma.\n")
+	w.WriteString("# term<TAB>synonym terms<TAB>derived terms<TAB>gloss terms<TAB>verb hypernym terms, then >irregular-form<TAB>lemma.\n")
 	for _, k := range slices.Sorted(maps.Keys(byTerm)) {
 		e := byTerm[k]
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k, strings.Join(slices.Sorted(maps.Keys(e.syn)), " "),
-			strings.Join(slices.Sorted(maps.Keys(e.der)), " "), strings.Join(e.gloss, " "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k, strings.Join(slices.Sorted(maps.Keys(e.syn)), " "),
+			strings.Join(slices.Sorted(maps.Keys(e.der)), " "), strings.Join(e.gloss, " "),
+			strings.Join(slices.Sorted(maps.Keys(e.hyp)), " "))
 	}
 	for _, k := range slices.Sorted(maps.Keys(g.infl)) {
 		fmt.Fprintf(w, ">%s\t%s\n", k, g.infl[k])
