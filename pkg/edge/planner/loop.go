@@ -107,14 +107,20 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-watch:
 		default:
 		}
-		in := Input{Events: l.takeNoted(), CaughtUp: l.Source.CaughtUp(), State: l.Source.State()}
+		// The state is read before the events are taken: a source notes
+		// an event before it publishes the state holding it, so every
+		// event the state reflects is among those taken.
+		st := l.Source.State()
+		in := Input{State: st, Events: l.takeNoted(), CaughtUp: l.Source.CaughtUp()}
 		r := l.Planner.Step(now(), in)
 		for r.Apply || r.Ready || len(r.Late) > 0 {
 			l.Apply(r)
 			if !r.Apply {
 				break
 			}
-			r = l.Planner.Step(now(), Input{Applied: true, State: l.Source.State()})
+			// What came during the apply is planned now: its events too.
+			st = l.Source.State()
+			r = l.Planner.Step(now(), Input{Applied: true, State: st, Events: l.takeNoted()})
 		}
 		if r.Wake.IsZero() {
 			timer.Stop()

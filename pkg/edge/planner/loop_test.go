@@ -130,6 +130,47 @@ func TestLoopNotesEvents(t *testing.T) {
 	})
 }
 
+// TestLoopNotesEventsDuringApply: an event noted, and its state
+// published, while a batch is being applied rides with the batch planned
+// right after it (its time and trace context), and is never late.
+func TestLoopNotesEventsDuringApply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fl := newFleet()
+		src := NewMemory(nil)
+		var got []Ready
+		var loop *Loop
+		loop = &Loop{Planner: New(&Options{Group: fleetGroup, Separator: "_", Initial: emptyView()}), Source: src,
+			Apply: func(r Ready) {
+				got = append(got, r)
+				if r.Generation == 1 { // a change arrives meanwhile
+					loop.Note(Event{Generation: 2, At: time.Now(), Trace: traceOf(7)})
+					if err := fl.do([]string{"up", "alpha", "tools=a,b"}, &Input{}); err != nil {
+						t.Error(err)
+					}
+					src.Set(fl.state)
+				}
+			}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- loop.Run(ctx) }()
+		if err := fl.do([]string{"up", "alpha", "tools=a"}, &Input{}); err != nil {
+			t.Fatal(err)
+		}
+		src.Set(fl.state)
+		synctest.Wait()
+		cancel()
+		<-done
+		if len(got) != 2 || got[1].Generation != 2 || got[1].EventTime.IsZero() || traceIDs(got[1].Traced) != "7" {
+			t.Fatalf("applied %d batches; the second: %s", len(got), describe(got[len(got)-1]))
+		}
+		for _, r := range got {
+			if len(r.Late) > 0 {
+				t.Fatalf("late events %s", traceIDs(r.Late))
+			}
+		}
+	})
+}
+
 // TestMemoryWatchCoalesces: signals raised while one is pending make one.
 func TestMemoryWatchCoalesces(t *testing.T) {
 	src := NewMemory(&events.State{})

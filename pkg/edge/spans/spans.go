@@ -74,12 +74,16 @@ func (b *Batch) End(gen uint64, traced []planner.Event) {
 	if b == nil || len(traced) == 0 {
 		return
 	}
-	links := make([]trace.Link, 0, len(traced)-1)
-	for _, ev := range traced[1:] {
+	links := make([]trace.Link, 0, min(len(traced)-1, maxLinks))
+	for _, ev := range traced[1:min(len(traced), maxLinks+1)] {
 		links = append(links, trace.Link{SpanContext: ev.Trace, Attributes: []attribute.KeyValue{tracing.AttrEventGen.Int64(int64(ev.Generation))}})
 	}
 	b.t.Applied(traced[0].Trace, links, gen, b.start, b.sessions)
 }
+
+// maxLinks bounds the links of a batch's span to the events after its
+// parent (the OpenTelemetry SDK's default limit of links per span).
+const maxLinks = 128
 
 // Late makes the span of each event whose state was applied before the
 // event was noted (planner.Ready.Late): its application is over.

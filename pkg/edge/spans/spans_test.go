@@ -55,6 +55,15 @@ func TestBatchSpan(t *testing.T) {
 		t.Fatalf("links %+v, want the second event", l)
 	}
 	exp.Reset()
+	many := make([]planner.Event, 500)
+	for i := range many {
+		many[i] = planner.Event{Generation: 3, Trace: EventTrace(e1)}
+	}
+	tr.StartBatch().End(3, many)
+	if got := exp.GetSpans(); len(got) != 1 || len(got[0].Links) != maxLinks {
+		t.Fatalf("a batch of 500 traced events: %d spans", len(got))
+	}
+	exp.Reset()
 	tr.StartBatch().End(3, nil)
 	if got := exp.GetSpans(); len(got) != 0 {
 		t.Fatalf("a batch of no traced event: spans %+v", got)
