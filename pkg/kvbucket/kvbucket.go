@@ -50,8 +50,9 @@ func Hardened(name string, limits jetstream.StreamConfig) jetstream.StreamConfig
 }
 
 // Provision creates the stream of cfg (from Hardened), or brings an
-// existing one to cfg's limits and hardening in place: one an earlier
-// version made as a plain KV bucket is hardened. The server refuses what
+// existing one to cfg's limits, replicas and hardening in place: one an
+// earlier version made as a plain KV bucket is hardened, one made on a
+// single node gets the replicas of the cluster it now runs on. The server refuses what
 // it cannot change (a stream's storage, for one).
 func Provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
 	st, err := js.Stream(ctx, cfg.Name)
@@ -71,6 +72,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 	upd := cur
 	upd.MaxBytes, upd.MaxMsgSize, upd.MaxAge, upd.Discard = cfg.MaxBytes, cfg.MaxMsgSize, cfg.MaxAge, cfg.Discard
 	upd.MaxMsgsPerSubject, upd.AllowRollup, upd.DenyPurge, upd.DenyDelete = 1, false, true, true
+	upd.Replicas, upd.AllowDirect = cfg.Replicas, true // edges read by direct gets only
 	upd.AllowMsgTTL = upd.AllowMsgTTL || cfg.AllowMsgTTL // the server cannot turn it off
 	upd.SubjectDeleteMarkerTTL = 0
 	if _, err := js.UpdateStream(ctx, upd); err != nil {
@@ -82,7 +84,17 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 // Current reports whether the stream configured as cur already has the
 // limits and hardening of want.
 func Current(cur, want jetstream.StreamConfig) bool {
-	return cur.MaxBytes == want.MaxBytes && cur.MaxMsgSize == want.MaxMsgSize && cur.MaxAge == want.MaxAge &&
+	return unlimited(cur.MaxBytes) == unlimited(want.MaxBytes) &&
+		unlimited(int64(cur.MaxMsgSize)) == unlimited(int64(want.MaxMsgSize)) && cur.MaxAge == want.MaxAge &&
+		cur.Replicas == want.Replicas && cur.AllowDirect &&
 		cur.Discard == want.Discard && cur.MaxMsgsPerSubject == 1 && !cur.AllowRollup && cur.DenyPurge &&
 		cur.DenyDelete && (cur.AllowMsgTTL || !want.AllowMsgTTL) && cur.SubjectDeleteMarkerTTL == 0
+}
+
+// unlimited is a stream limit as the server reports it: -1 for none.
+func unlimited(v int64) int64 {
+	if v <= 0 {
+		return -1
+	}
+	return v
 }

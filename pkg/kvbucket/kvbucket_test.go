@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 )
 
@@ -92,5 +93,51 @@ func TestProvisionCreates(t *testing.T) {
 	}
 	if _, err := kv.Put(t.Context(), "k", []byte("v")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On a 3-node cluster, a bucket made with one replica (a fleet that grew
+// from one node) gets the replicas asked for, and stays a KV bucket.
+func TestProvisionScalesReplicas(t *testing.T) {
+	c, err := natsnode.StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	js := natstest.JetStream(t, c.ClientURLs())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	limits := jetstream.StreamConfig{MaxBytes: 1 << 20, Storage: jetstream.FileStorage}
+	if err := Provision(ctx, js, Hardened("r", limits)); err != nil {
+		t.Fatal(err)
+	}
+	limits.Replicas = 3
+	want := Hardened("r", limits)
+	if err := Provision(ctx, js, want); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.Replicas != 3 || !Current(cfg, want) {
+		t.Fatalf("replicas %d after provision at 3", cfg.Replicas)
+	}
+	kv, err := js.KeyValue(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stream's leader moves while the new replicas join: a put waits
+	// for it (each attempt bounded), as an edge's write would.
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := kv.Put(pctx, "k", []byte("v"))
+		pcancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("put after scaling to 3 replicas: %v", err)
+		}
 	}
 }

@@ -106,3 +106,21 @@ func FuzzOpenBinding(f *testing.F) {
 		}
 	})
 }
+
+// A record that would seal to more than MaxRecord bytes is refused when
+// sealed (no edge would open it); one just under seals and opens.
+func TestSealRecordBounded(t *testing.T) {
+	k, _ := NewKey([]byte(strings.Repeat("k", 32)))
+	r := Record{Identity: "iss alice", Backend: "b", Refresh: strings.Repeat("r", MaxRecord)}
+	if _, err := k.SealRecord(r); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("oversized record sealed: %v", err)
+	}
+	r.Refresh = strings.Repeat("r", MaxRecord/2)
+	sealed, err := k.SealRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.OpenRecord(KeyOf(r.Identity, r.Backend), sealed); err != nil || got.Refresh != r.Refresh {
+		t.Fatalf("open: %v", err)
+	}
+}

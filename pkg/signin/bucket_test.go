@@ -39,7 +39,7 @@ func TestProvisionBounds(t *testing.T) {
 		t.Fatalf("bucket limits: max bytes %d, max record %d, max age %v; want %d, %d, %v",
 			cfg.MaxBytes, cfg.MaxMsgSize, cfg.MaxAge, BucketMaxBytes, MaxRecord+recordOverhead, BucketTTL)
 	}
-	if cfg.AllowRollup || !cfg.DenyPurge || !cfg.DenyDelete || cfg.Discard != jetstream.DiscardNew {
+	if cfg.AllowRollup || !cfg.DenyPurge || !cfg.DenyDelete || cfg.Discard != jetstream.DiscardOld {
 		t.Fatalf("bucket not hardened: %+v", cfg)
 	}
 	if _, err := kv.Put(ctx, "alice", []byte("sealed")); err != nil {

@@ -122,10 +122,12 @@ func Open(o Options) *Manager {
 }
 
 // The sign-in bucket's bounds: BucketMaxBytes in all (within the 64 MiB
-// the controller's store check keeps for snapshots and buckets; a full
-// bucket refuses new sign-ins, which the user is told), and a sign-in
-// not written for BucketTTL (a refresh rewrites it) expires: its user
-// signs in again.
+// the controller's store check keeps for snapshots and buckets), and a
+// sign-in not written for BucketTTL (a refresh rewrites it) expires: its
+// user signs in again. A full bucket evicts the sign-ins written least
+// recently (DiscardOld): a bucket that refused writes when full would
+// refuse the rotated refresh token of every sign-in too, signing
+// everyone out at their next move to another edge.
 const (
 	BucketMaxBytes = 16 << 20
 	BucketTTL      = 90 * 24 * time.Hour
@@ -134,8 +136,7 @@ const (
 // Provision creates the bucket (the controller does, for edges that may
 // not create it) with replicas (at least 1), or bounds and hardens an
 // existing one (package kvbucket: an edge's roll-up, purge or API deletion
-// would otherwise wipe every user's sign-in). A full bucket refuses new
-// sign-ins (DiscardNew), which the user is told.
+// would otherwise wipe every user's sign-in).
 func Provision(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) error {
 	if bucket == "" {
 		bucket = DefaultBucket
@@ -147,7 +148,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, bucket string, repli
 		MaxAge:      BucketTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-		Discard:     jetstream.DiscardNew,
+		Discard:     jetstream.DiscardOld,
 	})
 	if err := kvbucket.Provision(ctx, js, cfg); err != nil {
 		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)

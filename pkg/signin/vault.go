@@ -32,13 +32,18 @@ func KeyOf(identity, backend string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// SealRecord seals r for the bucket.
+// SealRecord seals r for the bucket; a record that would seal to more than
+// MaxRecord bytes (which no edge would open) is refused.
 func (k *Key) SealRecord(r Record) ([]byte, error) {
 	plain, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("seal sign-in record: %w", err)
 	}
-	return seal(k.vault, plain, aad(labelVault, KeyOf(r.Identity, r.Backend))), nil
+	sealed := seal(k.vault, plain, aad(labelVault, KeyOf(r.Identity, r.Backend)))
+	if len(sealed) > MaxRecord {
+		return nil, fmt.Errorf("seal sign-in record: %d bytes sealed, over %d: %w", len(sealed), MaxRecord, ErrMalformed)
+	}
+	return sealed, nil
 }
 
 // OpenRecord opens the sealed record stored under bucket key key: it must
