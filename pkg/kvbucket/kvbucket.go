@@ -72,7 +72,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 	upd := cur
 	upd.MaxBytes, upd.MaxMsgSize, upd.MaxAge, upd.Discard = cfg.MaxBytes, cfg.MaxMsgSize, cfg.MaxAge, cfg.Discard
 	upd.MaxMsgsPerSubject, upd.AllowRollup, upd.DenyPurge, upd.DenyDelete = 1, false, true, true
-	upd.Replicas, upd.AllowDirect = cfg.Replicas, true // edges read by direct gets only
+	upd.Replicas, upd.AllowDirect = cfg.Replicas, true   // edges read by direct gets only
 	upd.AllowMsgTTL = upd.AllowMsgTTL || cfg.AllowMsgTTL // the server cannot turn it off
 	upd.SubjectDeleteMarkerTTL = 0
 	if _, err := js.UpdateStream(ctx, upd); err != nil {
