@@ -40,7 +40,9 @@ type Hit struct {
 //	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //
 // where df counts documents containing t in any field and q(t) is 1 for a
-// query term and the synonym weight for an added one.
+// query term (Options.LiteralWeight for a literal's) and the weight of its
+// source for an added one, whose idf is at most Options.AddedIDFCap times
+// that of the query word it stands for.
 func (ix *Index) Search(query string, limit int) []Hit {
 	return ix.SearchFunc(query, limit, nil)
 }
