@@ -10,12 +10,15 @@
 // and on camelCase and digit boundaries, lowercase, drop stop words, spell
 // out common abbreviations ("repo", "k8s", "PR"), and [Stem]. A query
 // first loses the words agents frame it with ("I need a tool to", "help
-// me"); each remaining term is then expanded at reduced weights with the
+// me"); the terms of its literals (paths, file names, keys, identifiers:
+// "/var/log/app.log", "PROJ-77") weigh less, being what a tool is given
+// rather than what it does; each term is then expanded at reduced weights with the
 // curated synonyms ([DefaultSynonyms]) and with the synonyms, derived
 // words, hypernyms (for a verb: the more general action, "book" →
 // schedule) and, for a noun, the first words of its definition, from an
 // English lexicon derived from WordNet 3.0 (embedded, with its licence, in
-// wordnet/; built by internal/wordnetgen). A second pass
+// wordnet/; built by internal/wordnetgen); an added term's idf counts at
+// most a little more than that of the word it stands for. A second pass
 // rescales each matching tool's score by the share of the query's words
 // it covers, in any field and in its name or title, adds the score of
 // its group (its backend, by default the name's prefix) as a whole, and

@@ -87,6 +87,23 @@ type Options struct {
 	// and DefaultIntentPenalty; negative disables; the penalty is capped
 	// at 0.9.
 	IntentWeight, IntentPenalty float64
+
+	// LiteralWeight is how much a query term counts, with the terms
+	// expansion adds for it, when it comes from a literal: a run of the
+	// query without spaces that holds a path, file or host name,
+	// identifier, key or expression ("/var/log/app.log", "PROJ-77",
+	// "http_requests_total"). Such values are what a tool is given, not
+	// what it does. Default DefaultLiteralWeight; values above 1 are
+	// clamped to 1; negative leaves literals out of the query.
+	LiteralWeight float64
+
+	// AddedIDFCap bounds the idf of a term that expansion adds for a
+	// query word to AddedIDFCap times the idf of the word itself. The
+	// rare relatives of a word common in the catalog ("file" → register,
+	// "show" → exhibit) most often belong to another of its senses; this
+	// way none counts much more than the word it stands for. Default
+	// DefaultAddedIDFCap; negative disables.
+	AddedIDFCap float64
 }
 
 // Default option values.
@@ -106,6 +123,8 @@ const (
 	DefaultIntentWeight       = 0.5
 	DefaultIntentPenalty      = 0.5
 	maxIntentPenalty          = 0.9
+	DefaultLiteralWeight      = 0.2
+	DefaultAddedIDFCap        = 1.1
 )
 
 // DefaultWeights are the field weights used when Options leaves them zero.
@@ -136,6 +155,7 @@ type resolved struct {
 	coverage, nameCoverage float64 // 0 disables
 	groupWeight            float64 // 0 disables
 	intent, intentPenalty  float64 // 0 disables
+	addedIDFCap            float64 // 0 disables
 }
 
 func resolve(o *Options) resolved {
@@ -177,6 +197,8 @@ func resolve(o *Options) resolved {
 	if r.lexWeight > 0 || r.derWeight > 0 || r.glossWeight > 0 || r.hyperWeight > 0 {
 		r.lexicon = defaultLexicon()
 	}
+	r.litWeight = min(pick(in.LiteralWeight, DefaultLiteralWeight), 1)
+	r.addedIDFCap = pick(in.AddedIDFCap, DefaultAddedIDFCap)
 	r.coverage = pick(in.CoverageWeight, DefaultCoverageWeight)
 	r.nameCoverage = pick(in.NameCoverageWeight, DefaultNameCoverageWeight)
 	r.groupWeight = pick(in.GroupWeight, DefaultGroupWeight)

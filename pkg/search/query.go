@@ -29,8 +29,8 @@ var (
 // maxQueryBytes bounds the query text that is read; the rest is ignored.
 const maxQueryBytes = 4096
 
-// stripWrapper returns query without its framing words, or query itself
-// when there are none.
+// stripWrapper returns query without its framing words, the rest as it
+// is (punctuation included), or query itself when there are none.
 func stripWrapper(query string) string {
 	if len(query) > maxQueryBytes {
 		query = query[:maxQueryBytes]
@@ -38,7 +38,7 @@ func stripWrapper(query string) string {
 	var b strings.Builder
 	head := true // still in the leading run of framing words
 	prevArticle := false
-	changed := false
+	pos := 0 // query[:pos] is written or dropped
 	for start, end := range wordSpans(query) {
 		w := lowerASCIIFast(dropApostrophes.Replace(query[start:end]))
 		drop := false
@@ -52,15 +52,15 @@ func stripWrapper(query string) string {
 		}
 		prevArticle = w == "a" || w == "an" || w == "the" || w == "some" || w == "any" || w == "me"
 		if drop {
-			changed = true
-			continue
+			b.WriteString(query[pos:start])
+			for pos = end; pos < len(query) && query[pos] == ' '; pos++ {
+			}
 		}
-		b.WriteString(query[start:end])
-		b.WriteByte(' ')
 	}
-	if !changed {
+	if pos == 0 {
 		return query
 	}
+	b.WriteString(query[pos:])
 	return b.String()
 }
 
@@ -98,15 +98,42 @@ func isWordByte(c byte) bool {
 }
 
 // appendQueryTokens appends the terms of query to terms, exactly as
-// [Tokenize] gives them, and to words, for each term, the word of query it
-// came from.
-func appendQueryTokens(terms, words []string, query string) ([]string, []string) {
-	forEachWord(query, func(word string) {
-		n := len(terms)
-		terms = appendWordParts(terms, word)
-		for range len(terms) - n {
-			words = append(words, word)
-		}
-	})
-	return terms, words
+// [Tokenize] gives them, to words, for each term, the word of query it
+// came from, and to lit whether that word is part of a literal (see
+// isLiteral).
+func appendQueryTokens(terms, words []string, lit []bool, query string) ([]string, []string, []bool) {
+	for chunk := range strings.FieldsSeq(query) {
+		l := isLiteral(chunk)
+		forEachWord(chunk, func(word string) {
+			n := len(terms)
+			terms = appendWordParts(terms, word)
+			for range len(terms) - n {
+				words = append(words, word)
+				lit = append(lit, l)
+			}
+		})
+	}
+	return terms, words, lit
 }
+
+// isLiteral reports whether chunk, a run of the query without spaces, is
+// a value rather than words: a path, file or host name, identifier, key
+// or expression ("/var/log/app.log", "PROJ-77", "http_requests_total",
+// "up{job=\"api\"}"), which names what a tool is given, not what it does.
+// Punctuation that ends or starts a sentence's word does not count.
+func isLiteral(chunk string) bool {
+	chunk = strings.Trim(chunk, ".,;:!?\"'`()")
+	for i := 0; i < len(chunk); i++ {
+		switch c := chunk[i]; c {
+		case '/', '.', '_', '{', '}', '=', ':', '@', '#', '*', '(', ')', '[', ']', '\\', '<', '>', '|', '$', '%', '&', '+', '~':
+			return true
+		case '-':
+			if (i > 0 && isDigit(chunk[i-1])) || (i+1 < len(chunk) && isDigit(chunk[i+1])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -40,7 +40,9 @@ type Hit struct {
 //	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //
 // where df counts documents containing t in any field and q(t) is 1 for a
-// query term and the synonym weight for an added one.
+// query term (Options.LiteralWeight for a literal's) and the weight of its
+// source for an added one, whose idf is at most Options.AddedIDFCap times
+// that of the query word it stands for.
 func (ix *Index) Search(query string, limit int) []Hit {
 	return ix.SearchFunc(query, limit, nil)
 }
@@ -61,9 +63,9 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 	s := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(s)
 
-	s.tokens, s.words = appendQueryTokens(s.tokens[:0], s.words[:0], stripWrapper(query))
+	s.tokens, s.words, s.lit = appendQueryTokens(s.tokens[:0], s.words[:0], s.lit[:0], stripWrapper(query))
 	question := isQuestion(query)
-	s.terms = ix.opts.expandQuery(s.terms[:0], s.tokens, question)
+	s.terms = ix.opts.expandQuery(s.terms[:0], s.tokens, s.lit, question)
 	family := int8(noFamily)
 	if ix.family != nil {
 		family = ix.opts.queryFamily(s.tokens, question)
@@ -71,8 +73,16 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 	n, ng := float64(len(ix.names)), float64(ix.groups)
 	groups := ix.opts.groupWeight > 0 && ix.groups > 0
 	var originWeight [maxOrigins]float64 // per origin: its best term's q·idf
+	var idfCap [maxOrigins]float64       // per origin: the most an added term's idf may be
 	for _, qt := range s.terms {
-		e, ok := ix.terms[qt.term]
+		e, ok := ix.terms[qt.term] // the terms of the query come first
+		if !qt.added && qt.origin != noOrigin {
+			idfCap[qt.origin] = math.Inf(1)
+			if ix.opts.addedIDFCap > 0 {
+				df := float64(e.hi - e.lo)
+				idfCap[qt.origin] = ix.opts.addedIDFCap * math.Log(1+(n-df+0.5)/(df+0.5))
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -87,7 +97,11 @@ func (ix *Index) SearchFunc(query string, limit int, keep func(doc int) bool) []
 			continue
 		}
 		df := float64(e.hi - e.lo)
-		idf := qt.weight * math.Log(1+(n-df+0.5)/(df+0.5))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		if qt.added && qt.origin != noOrigin {
+			idf = min(idf, idfCap[qt.origin])
+		}
+		idf *= qt.weight
 		var bit uint64
 		if qt.origin != noOrigin {
 			bit = 1 << qt.origin
@@ -214,6 +228,7 @@ type scratch struct {
 	group  []float64  // per group: its score
 	docs   []uint32   // docs with score != 0
 	tokens []string   // the query's terms
+	lit    []bool     // lit[i]: tokens[i] is part of a literal
 	words  []string   // words[i]: the query word tokens[i] came from
 	terms  []queryTerm
 	heap   []candidate

@@ -255,3 +255,29 @@ func TestHitMatched(t *testing.T) {
 		t.Errorf("matched = %q, want %q", got, want)
 	}
 }
+
+// TestAddedIDFCap: a term expansion adds counts with at most AddedIDFCap
+// times the idf of the query word it stands for, however rare it is.
+func TestAddedIDFCap(t *testing.T) {
+	docs := []Doc{{Name: "archive_dossier", Description: "Open a dossier."}}
+	for i := range 20 {
+		docs = append(docs, Doc{Name: fmt.Sprintf("store%d_get_file", i), Description: "Get a file."})
+	}
+	score := func(o Options) float64 {
+		o.Synonyms = [][]string{{"file", "dossier"}}
+		for _, h := range Build(docs, &o).Search("file", MaxLimit) {
+			if h.Name == "archive_dossier" {
+				return h.Score
+			}
+		}
+		t.Fatal("archive_dossier not found")
+		return 0
+	}
+	capped, uncapped := score(Options{}), score(Options{AddedIDFCap: -1})
+	if capped >= uncapped {
+		t.Errorf("score through a rare synonym: %v capped, %v not, want less", capped, uncapped)
+	}
+	if twice := score(Options{AddedIDFCap: 2}); twice <= capped || twice > uncapped {
+		t.Errorf("cap 2 gives %v, want between %v and %v", twice, capped, uncapped)
+	}
+}

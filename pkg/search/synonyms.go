@@ -140,15 +140,18 @@ type expansion struct {
 	lexWeight, derWeight float64 // WordNet synonyms and derivations
 	glossWeight          float64 // terms of WordNet noun definitions
 	hyperWeight          float64 // WordNet verb hypernyms
+	litWeight            float64 // a term of a literal; 0 leaves them out
 }
 
 // expandQuery turns the query's tokens into weighted terms: every distinct
-// token with weight 1, then, for each, the terms related to it that are
-// not already present: synonyms of Options.Synonyms, WordNet synonyms and
-// derived words, each with its weight; a question adds questionTerms. The
+// token with weight 1, or Options.LiteralWeight if each of its
+// occurrences is part of a literal (lit[i]), then, for each, the terms
+// related to it that are not already present: synonyms of
+// Options.Synonyms, WordNet synonyms and derived words, each with its
+// weight times the token's; a question adds questionTerms. The
 // order is deterministic: tokens in query order, then added terms in
 // table order.
-func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool) []queryTerm {
+func (x *expansion) expandQuery(dst []queryTerm, tokens []string, lit []bool, question bool) []queryTerm {
 	find := func(term string) int {
 		for i, q := range dst {
 			if q.term == term {
@@ -157,10 +160,19 @@ func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool)
 		}
 		return -1
 	}
-	for _, tok := range tokens {
-		if find(tok) < 0 {
-			dst = append(dst, queryTerm{term: tok, weight: 1, origin: uint8(min(len(dst), maxOrigins-1))})
+	for i, tok := range tokens {
+		w := 1.0
+		if i < len(lit) && lit[i] {
+			w = x.litWeight
 		}
+		if w <= 0 {
+			continue
+		}
+		if j := find(tok); j >= 0 {
+			dst[j].weight = max(dst[j].weight, w)
+			continue
+		}
+		dst = append(dst, queryTerm{term: tok, weight: w, origin: uint8(min(len(dst), maxOrigins-1))})
 	}
 	add := func(term string, w float64, origin uint8) {
 		if w > 0 && find(term) < 0 {
@@ -169,30 +181,30 @@ func (x *expansion) expandQuery(dst []queryTerm, tokens []string, question bool)
 	}
 	n := len(dst)
 	for i := 0; i < n; i++ {
-		t, o := dst[i].term, dst[i].origin
+		t, o, k := dst[i].term, dst[i].origin, dst[i].weight
 		if x.synWeight > 0 {
 			for _, syn := range x.synonyms[t] {
-				add(syn, x.synWeight, o)
+				add(syn, k*x.synWeight, o)
 			}
 		}
 		if x.lexicon != nil && x.lexWeight > 0 {
 			for syn := range x.lexicon.synonyms(t) {
-				add(syn, x.lexWeight, o)
+				add(syn, k*x.lexWeight, o)
 			}
 		}
 		if x.lexicon != nil && x.derWeight > 0 {
 			for der := range x.lexicon.derived(t) {
-				add(der, x.derWeight, o)
+				add(der, k*x.derWeight, o)
 			}
 		}
 		if x.lexicon != nil && x.hyperWeight > 0 {
 			for h := range x.lexicon.hypernyms(t) {
-				add(h, x.hyperWeight, o)
+				add(h, k*x.hyperWeight, o)
 			}
 		}
 		if x.lexicon != nil && x.glossWeight > 0 {
 			for gw := range x.lexicon.gloss(t) {
-				add(gw, x.glossWeight, o)
+				add(gw, k*x.glossWeight, o)
 			}
 		}
 	}

@@ -93,6 +93,8 @@ func TestAblation(t *testing.T) {
 		{"no coverage", Options{CoverageWeight: -1, NameCoverageWeight: -1}},
 		{"no groups", Options{GroupWeight: -1}},
 		{"no schema", Options{Weights: Weights{ParamName: -1, ParamDescription: -1}}},
+		{"literals weigh 1", Options{LiteralWeight: 1}},
+		{"no added-idf cap", Options{AddedIDFCap: -1}},
 	}
 	for _, c := range corpora {
 		docs, qs := loadCorpus(t, c)
@@ -118,6 +120,8 @@ var fitted = []param{
 	{"IntentPenalty", func(o *Options) *float64 { return &o.IntentPenalty }, []float64{-1, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}},
 	{"CoverageWeight", func(o *Options) *float64 { return &o.CoverageWeight }, []float64{-1, 2, 5, 8, 10, 12, 15, 20, 30, 50, 80}},
 	{"NameCoverageWeight", func(o *Options) *float64 { return &o.NameCoverageWeight }, []float64{-1, 0.25, 0.5, 1, 2, 3, 5}},
+	{"LiteralWeight", func(o *Options) *float64 { return &o.LiteralWeight }, []float64{-1, 0.1, 0.2, 0.3, 0.5, 0.7, 1}},
+	{"AddedIDFCap", func(o *Options) *float64 { return &o.AddedIDFCap }, []float64{-1, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.5, 2}},
 }
 
 // coordinateAscent maximises score over params from start: each round
