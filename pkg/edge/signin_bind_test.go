@@ -106,7 +106,8 @@ func (sf *signInFleet) seesNoDocs(t *testing.T, c *client) {
 // (403, nothing redeemed, nothing stored) without the browser's cookie,
 // with a cookie altered, expired, of another sign-in or naming another
 // identity, and with the cookie of the fleet login alone; the browser
-// that holds the right one completes it after all those refusals.
+// that holds the right one completes it after all those refusals, and
+// after being sent to forged callbacks and to another user's sign-in.
 func TestSignInCallbackNeedsBinding(t *testing.T) {
 	sf := startSignInFleet(t, "")
 	alice := sf.user(t, "alice")
@@ -120,7 +121,7 @@ func TestSignInCallbackNeedsBinding(t *testing.T) {
 	cookieURL, _ := url.Parse(callback)
 	var good string
 	for _, c := range br.hc.Jar.Cookies(cookieURL) {
-		if c.Name == signins.CookieName {
+		if c.Name == signins.CookieName+signins.CookieSuffix(p.Bind) {
 			good = c.Value
 		}
 	}
@@ -146,7 +147,7 @@ func TestSignInCallbackNeedsBinding(t *testing.T) {
 	} {
 		req, _ := http.NewRequest(http.MethodGet, callback, nil)
 		if c.cookie != "" {
-			req.AddCookie(&http.Cookie{Name: signins.CookieName, Value: c.cookie})
+			req.AddCookie(&http.Cookie{Name: signins.CookieName + signins.CookieSuffix(p.Bind), Value: c.cookie})
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -168,6 +169,11 @@ func TestSignInCallbackNeedsBinding(t *testing.T) {
 		if code, _ := br.open(t, u.String()); code == http.StatusOK {
 			t.Fatalf("%s answered 200", forged)
 		}
+	}
+	// Nor does another user's sign-in URL opened in this browser (its
+	// start sets a cookie of that sign-in, its login is refused).
+	if code, _ := br.open(t, signInURL(t, sf.user(t, "bob"))); code == http.StatusOK {
+		t.Fatal("bob's sign-in completed in alice's browser")
 	}
 	if code, body := br.open(t, callback); code != http.StatusOK {
 		t.Fatalf("the bound browser: %d %q", code, body)

@@ -50,6 +50,13 @@ var (
 	ErrOtherUser = errors.New("the user signed in to this browser is not the user this sign-in was begun for")
 )
 
+// Cookies is how the browser's request gives the binding cookie of
+// sign-in bind ("" for none): a browser holds one per sign-in it began.
+type Cookies func(bind string) string
+
+// Cookie is the Cookies of a request that holds one binding cookie, c.
+func Cookie(c string) Cookies { return func(string) string { return c } }
+
 // Binding is the browser's cookie: the sign-in it began (Pending.Bind),
 // the nonce its fleet login carries, and, once the fleet login verified
 // it, the identity.

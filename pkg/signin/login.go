@@ -60,42 +60,44 @@ func (lo *Login) startURL(state string) string {
 
 // Start is the fleet login of the browser that opened the start URL of
 // the sign-in sealed in state: the fleet issuer's authorization URL to
-// send it to, and the cookie that binds the login to it.
-func (m *Manager) Start(ctx context.Context, state string) (loginURL, cookie string, err error) {
+// send it to, and the cookie that binds the login to it, for sign-in bind
+// (the browser keeps one cookie per sign-in: opening another's start URL
+// replaces nothing of its own).
+func (m *Manager) Start(ctx context.Context, state string) (loginURL, bind, cookie string, err error) {
 	lo := m.o.Login
 	if lo == nil {
-		return "", "", ErrNoLogin
+		return "", "", "", ErrNoLogin
 	}
 	p, err := m.o.Key.OpenState(state, m.o.Now())
 	if err != nil {
-		return "", "", fmt.Errorf("sign-in start: %w", err)
+		return "", "", "", fmt.Errorf("sign-in start: %w", err)
 	}
 	if p.Bind == "" {
-		return "", "", fmt.Errorf("sign-in start: %w: the state binds no browser", ErrMalformed)
+		return "", "", "", fmt.Errorf("sign-in start: %w: the state binds no browser", ErrMalformed)
 	}
 	asm, err := m.fleetServer(ctx)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	l := LoginState{State: state, Verifier: NewVerifier(), Nonce: newID(), Expires: p.Expires}
 	ls, err := m.o.Key.SealLogin(l)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if cookie, err = m.o.Key.SealBinding(Binding{Bind: p.Bind, Nonce: l.Nonce, Expires: p.Expires}); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	loginURL, err = AuthorizationURL(asm.AuthorizationEndpoint, lo.ClientID, lo.RedirectURL, ls, l.Verifier, lo.Resource, lo.Scopes)
-	return loginURL, cookie, err
+	return loginURL, p.Bind, cookie, err
 }
 
-// Login completes the fleet login of the browser holding cookie (its
-// binding): the code is redeemed, the token's identity must be the one
+// Login completes the fleet login of the browser whose cookies hold its
+// binding to the sign-in: the code is redeemed, the token's identity must be the one
 // the sign-in was begun for. It returns the backend's authorization URL
 // and the cookie binding the browser to that identity and sign-in.
 // ErrNoBinding when the browser did not begin this login, ErrOtherUser
 // when its user is another.
-func (m *Manager) Login(ctx context.Context, loginState, code, cookie string) (authURL, bound string, p Pending, err error) {
+func (m *Manager) Login(ctx context.Context, loginState, code string, cookies Cookies) (authURL, bound string, p Pending, err error) {
 	lo, now := m.o.Login, m.o.Now()
 	if lo == nil {
 		return "", "", Pending{}, ErrNoLogin
@@ -107,7 +109,7 @@ func (m *Manager) Login(ctx context.Context, loginState, code, cookie string) (a
 	if p, err = m.o.Key.OpenState(l.State, now); err != nil {
 		return "", "", Pending{}, fmt.Errorf("fleet login: %w", err)
 	}
-	b, err := m.o.Key.OpenBinding(cookie, now)
+	b, err := m.o.Key.OpenBinding(cookies(p.Bind), now)
 	if err != nil || b.Nonce != l.Nonce || b.Bind != p.Bind {
 		return "", "", Pending{}, fmt.Errorf("fleet login: %w", ErrNoBinding)
 	}

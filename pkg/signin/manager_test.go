@@ -141,17 +141,17 @@ func TestSignInAcrossEdges(t *testing.T) {
 		t.Fatalf("authorization URL %s", authURL)
 	}
 	code, state := authorize(t, authURL, "alice")
-	if _, err := f.b.Complete(ctx, state+"x", code, "", noSecret); !errors.Is(err, ErrRefused) && !errors.Is(err, ErrMalformed) {
+	if _, err := f.b.Complete(ctx, state+"x", code, Cookie(""), noSecret); !errors.Is(err, ErrRefused) && !errors.Is(err, ErrMalformed) {
 		t.Fatalf("altered state: %v", err)
 	}
 	// An edge that takes no unbound sign-in refuses a state another edge
 	// made unbound, before the code is redeemed.
 	f.b.o.Unbound = false
-	if _, err := f.b.Complete(ctx, state, code, "", noSecret); !errors.Is(err, ErrNoBinding) || len(iss.CodeGrants()) != 0 {
+	if _, err := f.b.Complete(ctx, state, code, Cookie(""), noSecret); !errors.Is(err, ErrNoBinding) || len(iss.CodeGrants()) != 0 {
 		t.Fatalf("an unbound state on an edge that takes none: %v (grants %d)", err, len(iss.CodeGrants()))
 	}
 	f.b.o.Unbound = true
-	p, err := f.b.Complete(ctx, state, code, "", noSecret)
+	p, err := f.b.Complete(ctx, state, code, Cookie(""), noSecret)
 	if err != nil || p.Identity != alice || p.Backend != "docs" {
 		t.Fatalf("complete: %+v %v", p, err)
 	}
@@ -180,7 +180,7 @@ func TestSignInAcrossEdges(t *testing.T) {
 		t.Fatalf("after expiry: %v (refreshed %d)", err, len(iss.Refreshed()))
 	}
 	// The code is spent.
-	if _, err := f.a.Complete(ctx, state, code, "", noSecret); err == nil {
+	if _, err := f.a.Complete(ctx, state, code, Cookie(""), noSecret); err == nil {
 		t.Fatal("a code redeemed twice")
 	}
 	// Sign-out on b ends it on a.
@@ -219,7 +219,7 @@ func TestPKCEVerified(t *testing.T) {
 	}
 	p.Verifier = NewVerifier()
 	forged, _ := f.a.o.Key.SealState(p)
-	if _, err := f.a.Complete(ctx, forged, code, "", noSecret); err == nil || strings.Contains(err.Error(), code) {
+	if _, err := f.a.Complete(ctx, forged, code, Cookie(""), noSecret); err == nil || strings.Contains(err.Error(), code) {
 		t.Fatalf("wrong verifier: %v", err)
 	}
 	if g := iss.CodeGrants(); len(g) != 1 || g[0].Verified {
@@ -242,7 +242,7 @@ func TestRefreshRefusedEndsSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, state := authorize(t, authURL, "carol")
-	if _, err := f.a.Complete(ctx, state, code, "", noSecret); err != nil {
+	if _, err := f.a.Complete(ctx, state, code, Cookie(""), noSecret); err != nil {
 		t.Fatal(err)
 	}
 	iss.RevokeRefresh("carol")

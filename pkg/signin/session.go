@@ -50,14 +50,14 @@ func (m *Manager) Begin(ctx context.Context, identity, backend, backendURL strin
 var ErrNoIdentity = errors.New("sign-in needs a verified caller (the edge needs --auth-issuer)")
 
 // Complete finishes the sign-in of a callback (its state and code) to a
-// browser holding cookie (its binding; unused by unbound sign-ins): the
+// browser whose cookies hold its binding (unused by unbound sign-ins): the
 // code is redeemed with the state's verifier, the refresh token sealed
 // into the bucket and the access token held. secretOf gives the client
 // secret reference configured for the state's backend and client (zero:
 // a public client). A browser not bound to the state's identity and
 // sign-in is refused (ErrNoBinding, ErrOtherUser) before the code is
 // redeemed.
-func (m *Manager) Complete(ctx context.Context, state, code, cookie string, secretOf func(backend, clientID string) credential.Ref) (Pending, error) {
+func (m *Manager) Complete(ctx context.Context, state, code string, cookies Cookies, secretOf func(backend, clientID string) credential.Ref) (Pending, error) {
 	now := m.o.Now()
 	p, err := m.o.Key.OpenState(state, now)
 	if err != nil {
@@ -69,7 +69,7 @@ func (m *Manager) Complete(ctx context.Context, state, code, cookie string, secr
 		return Pending{}, fmt.Errorf("callback: %w", ErrNoBinding)
 	}
 	if m.o.Login != nil || p.Bind != "" {
-		b, err := m.o.Key.OpenBinding(cookie, now)
+		b, err := m.o.Key.OpenBinding(cookies(p.Bind), now)
 		if err != nil {
 			return Pending{}, fmt.Errorf("callback: %w", ErrNoBinding)
 		}

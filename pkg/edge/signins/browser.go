@@ -1,6 +1,8 @@
 package signins
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
@@ -24,18 +26,28 @@ import (
 // CookieName is the cookie of the browser binding (http public URL),
 // sent to /oauth/ only; SecureCookieName with an https public URL: a
 // __Host- cookie (Secure, Path=/, no Domain), which no sibling host can
-// set in the browser.
+// set in the browser. A browser holds one per sign-in it began, named
+// with CookieSuffix of the sign-in: a page that sends it to another
+// sign-in's start URL sets that sign-in's cookie and leaves its own.
 const (
 	CookieName       = "fleetgate_signin"
 	SecureCookieName = "__Host-fleetgate_signin"
 )
 
-// cookieName and cookiePath are the binding cookie's of wb.
-func (wb *Web) cookieName() string {
+// CookieSuffix is what the binding cookie of sign-in bind adds to its
+// name: "_" and a hash of bind.
+func CookieSuffix(bind string) string {
+	sum := sha256.Sum256([]byte("fleetgate sign-in cookie\x00" + bind))
+	return "_" + hex.EncodeToString(sum[:8])
+}
+
+// cookieName and cookiePath are the binding cookie's of wb, for sign-in
+// bind.
+func (wb *Web) cookieName(bind string) string {
 	if wb.secure {
-		return SecureCookieName
+		return SecureCookieName + CookieSuffix(bind)
 	}
-	return CookieName
+	return CookieName + CookieSuffix(bind)
 }
 
 func (wb *Web) cookiePath() string {
@@ -55,9 +67,10 @@ func pathPrefix(base string) string {
 	return strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
-// setCookie sets the binding cookie (v "" clears it) until expires.
-func (wb *Web) setCookie(w http.ResponseWriter, v string, expires time.Time) {
-	c := &http.Cookie{Name: wb.cookieName(), Value: v, Path: wb.cookiePath(), HttpOnly: true, Secure: wb.secure,
+// setCookie sets the binding cookie of sign-in bind (v "" clears it)
+// until expires.
+func (wb *Web) setCookie(w http.ResponseWriter, bind, v string, expires time.Time) {
+	c := &http.Cookie{Name: wb.cookieName(bind), Value: v, Path: wb.cookiePath(), HttpOnly: true, Secure: wb.secure,
 		SameSite: http.SameSiteLaxMode}
 	if v == "" {
 		c.MaxAge = -1
@@ -67,14 +80,17 @@ func (wb *Web) setCookie(w http.ResponseWriter, v string, expires time.Time) {
 	http.SetCookie(w, c)
 }
 
-// cookie is the request's binding cookie ("" for none or one over the
-// bound: r.Cookie parses only the header, which the server bounds).
-func (wb *Web) cookie(r *http.Request) string {
-	c, err := r.Cookie(wb.cookieName())
-	if err != nil || len(c.Value) > signin.MaxCookie {
-		return ""
+// cookies are the request's binding cookies: for a sign-in, its cookie
+// ("" for none or one over the bound: r.Cookie parses only the header,
+// which the server bounds).
+func (wb *Web) cookies(r *http.Request) signin.Cookies {
+	return func(bind string) string {
+		c, err := r.Cookie(wb.cookieName(bind))
+		if err != nil || len(c.Value) > signin.MaxCookie {
+			return ""
+		}
+		return c.Value
 	}
-	return c.Value
 }
 
 // page writes the sign-in page of status code saying msg.
@@ -97,14 +113,14 @@ func (wb *Web) ServeStart(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	loginURL, c, err := wb.o.Manager.Start(r.Context(), q.Get("state"))
+	loginURL, bind, c, err := wb.o.Manager.Start(r.Context(), q.Get("state"))
 	if err != nil {
 		wb.o.Outcomes.WithLabelValues("failed").Inc()
 		wb.o.Log.Warn().Err(err).Msg("sign-in start failed")
 		page(w, startStatus(err), "Sign-in could not start (the link may have expired): ask the tool to sign in again.")
 		return
 	}
-	wb.setCookie(w, c, time.Now().Add(signin.StateLifetime))
+	wb.setCookie(w, bind, c, time.Now().Add(signin.StateLifetime))
 	http.Redirect(w, r, loginURL, http.StatusFound)
 }
 
@@ -154,13 +170,13 @@ func (wb *Web) ServeLogin(w http.ResponseWriter, r *http.Request) {
 	if !ok || wb.refusedBy(w, q, "the fleet's authorization server") {
 		return
 	}
-	authURL, bound, p, err := wb.o.Manager.Login(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r))
+	authURL, bound, p, err := wb.o.Manager.Login(r.Context(), q.Get("state"), q.Get("code"), wb.cookies(r))
 	if err != nil {
 		wb.refuse(w, err, "fleet login")
 		return
 	}
 	wb.o.Log.Info().Str("backend", p.Backend).Str("owner", wb.o.Owner(p.Identity)).Msg("sign-in: browser bound to its user")
-	wb.setCookie(w, bound, time.Unix(p.Expires, 0))
+	wb.setCookie(w, p.Bind, bound, time.Unix(p.Expires, 0))
 	http.Redirect(w, r, authURL, http.StatusFound)
 }
 

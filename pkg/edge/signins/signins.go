@@ -137,12 +137,14 @@ func (wb *Web) ServeCallback(w http.ResponseWriter, r *http.Request) {
 	if !ok || wb.refusedBy(w, q, "the authorization server") {
 		return
 	}
-	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.cookie(r), wb.clientSecretOf)
+	p, err := wb.o.Manager.Complete(r.Context(), q.Get("state"), q.Get("code"), wb.cookies(r), wb.clientSecretOf)
 	if err != nil {
 		wb.refuse(w, err, "callback")
 		return
 	}
-	wb.setCookie(w, "", time.Time{}) // used: a binding serves one sign-in
+	if p.Bind != "" {
+		wb.setCookie(w, p.Bind, "", time.Time{}) // used: a binding serves one sign-in
+	}
 	wb.o.Outcomes.WithLabelValues("completed").Inc()
 	if p.Elicitation != "" {
 		wb.elicitationComplete(p.Identity, p.Elicitation)

@@ -78,27 +78,36 @@ func TestCallbackPath(t *testing.T) {
 
 // The binding cookie is HttpOnly and SameSite=Lax, scoped to /oauth/
 // under the public URL's path, or a Secure __Host- cookie when the public
-// URL is https; a cleared one expires at once.
+// URL is https; a cleared one expires at once. Each sign-in has a cookie
+// of its own name, so setting one leaves another's.
 func TestBindingCookie(t *testing.T) {
 	for base, want := range map[string]string{"https://mcp.example.com/gw": "/", "http://127.0.0.1:8080": "/oauth/",
 		"http://127.0.0.1:8080/gw/": "/gw/oauth/"} {
 		wb := &Web{secure: secureBase(base), prefix: pathPrefix(base)}
 		rec := httptest.NewRecorder()
-		wb.setCookie(rec, "fb1.v", time.Now().Add(time.Minute))
+		wb.setCookie(rec, "bind-1", "fb1.v", time.Now().Add(time.Minute))
 		c := rec.Result().Cookies()[0]
-		name, path := CookieName, want
+		name, path := CookieName+CookieSuffix("bind-1"), want
 		if strings.HasPrefix(base, "https:") {
-			name = SecureCookieName
+			name = SecureCookieName + CookieSuffix("bind-1")
 		}
 		if c.Name != name || c.Value != "fb1.v" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != path ||
 			c.Secure != strings.HasPrefix(base, "https:") || c.MaxAge < 1 || c.MaxAge > 60 {
 			t.Errorf("%s: %+v", base, c)
 		}
+		req := httptest.NewRequest(http.MethodGet, "/oauth/callback", nil)
+		req.AddCookie(c)
+		if got := wb.cookies(req); got("bind-1") != "fb1.v" || got("bind-2") != "" {
+			t.Errorf("%s: cookies of bind-1 %q, of bind-2 %q", base, got("bind-1"), got("bind-2"))
+		}
 		rec = httptest.NewRecorder()
-		wb.setCookie(rec, "", time.Time{})
-		if c := rec.Result().Cookies()[0]; c.MaxAge >= 0 || c.Value != "" {
+		wb.setCookie(rec, "bind-1", "", time.Time{})
+		if c := rec.Result().Cookies()[0]; c.MaxAge >= 0 || c.Value != "" || c.Name != name {
 			t.Errorf("%s: cleared %+v", base, c)
 		}
+	}
+	if CookieSuffix("a") == CookieSuffix("b") || strings.Contains(CookieSuffix("bind-1"), "bind") {
+		t.Error("cookie suffixes do not tell sign-ins apart, or name them")
 	}
 }
 
