@@ -37,10 +37,9 @@ type memoryEdge struct {
 	fleet *memoryFleet
 }
 
-// startMemoryEdge makes the edge of o over an in-memory source holding
-// the fleet's first state, runs its resync loop until the test ends, and
-// waits for it to be ready. Call it inside a synctest bubble.
-func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
+// newMemoryEdge makes the edge of o over an in-memory source holding the
+// fleet's first state, not yet caught up nor run.
+func newMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	t.Helper()
 	opts := Options{}
 	if o != nil {
@@ -53,6 +52,16 @@ func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &memoryEdge{Edge: e, src: src, fleet: fl}
+}
+
+// startMemoryEdge makes the edge of o over an in-memory source holding
+// the fleet's first state, runs its resync loop until the test ends, and
+// waits for it to be ready. Call it inside a synctest bubble.
+func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
+	t.Helper()
+	m := newMemoryEdge(t, o)
+	e := m.Edge
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -67,12 +76,12 @@ func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 		e.calls.Close()
 		e.hj.Wait()
 	})
-	src.MarkCaughtUp()
+	m.src.MarkCaughtUp()
 	synctest.Wait()
 	if !e.Ready() {
 		t.Fatal("edge not ready once its source caught up")
 	}
-	return &memoryEdge{Edge: e, src: src, fleet: fl}
+	return m
 }
 
 // up makes backend name advertisable with tools (none: its last ones;
@@ -85,6 +94,20 @@ func (m *memoryEdge) up(name string, tools ...string) uint64 {
 // down makes backend name unadvertisable and publishes the state.
 func (m *memoryEdge) down(name string) uint64 {
 	return m.publish(m.withBackend(m.next(), name, false, nil))
+}
+
+// upCatalog makes backend name advertisable with catalog c and publishes
+// the state.
+func (m *memoryEdge) upCatalog(name string, c *events.Catalog) uint64 {
+	m.fleet.backends[name] = &events.Backend{Catalog: c}
+	return m.up(name)
+}
+
+// demoCatalog is the catalog a demo backend named name lists (tools,
+// prompts and resources), listed over HTTP: call it outside the bubble.
+func demoCatalog(t *testing.T, name string) *events.Catalog {
+	t.Helper()
+	return listCatalog(t, startBackend(t, name, nil))
 }
 
 // settle lets every batch due be applied: a window's time passes (the

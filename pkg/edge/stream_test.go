@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -108,16 +109,29 @@ func nextEvent(t *testing.T, ch <-chan string, d time.Duration) (string, bool) {
 // A change made while a session has no stream is sent when one attaches;
 // a stream that ends leaves nothing behind; DELETE ends the stream.
 func TestStandaloneStreamLifecycle(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", b)
-	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	cat := demoCatalog(t, "alpha")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{Coalesce: time.Millisecond})
+		e.upCatalog("alpha", cat)
+		e.settle()
+		testStandaloneStreamLifecycle(t, e)
+	})
+}
+
+// testStandaloneStreamLifecycle is TestStandaloneStreamLifecycle on e,
+// serving alpha (the demo backend's catalog).
+func testStandaloneStreamLifecycle(t *testing.T, e *memoryEdge) {
 	url := e.MCPURL()
 	sid := rawInitialize(t, url, "")
-	eventually(t, 5*time.Second, "session registered", func() bool { return e.reg.Lookup(sid) != nil })
+	if e.reg.Lookup(sid) == nil {
+		t.Fatal("session not registered")
+	}
 
-	f.health("default", "alpha", false) // no stream yet: pending
-	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
+	e.down("alpha") // no stream yet: pending
+	e.settle()
+	if n := len(e.View().Tools); n != 0 {
+		t.Fatalf("%d tools served once alpha is down", n)
+	}
 	resp := rawGET(t, url, sid, nil)
 	evs := readEvents(resp.Body)
 	// One list_changed per changed kind (the demo backend has prompts and
@@ -144,15 +158,21 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 		}
 	}
 	batch("change made before the stream attached")
-	f.health("default", "alpha", true)
+	e.up("alpha")
 	batch("change made while attached")
 
 	// The client drops its stream: the edge notices, a change meanwhile is
 	// pending, and the next stream (not a conflict) gets it.
 	resp.Body.Close()
-	eventually(t, 5*time.Second, "the dropped stream detached", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
-	f.health("default", "alpha", false)
-	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
+	synctest.Wait()
+	if n := testutil.ToFloat64(e.m.streams); n != 0 {
+		t.Fatalf("%v streams once the client dropped its own", n)
+	}
+	e.down("alpha")
+	e.settle()
+	if n := len(e.View().Tools); n != 0 {
+		t.Fatalf("%d tools served once alpha is down", n)
+	}
 	resp = rawGET(t, url, sid, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stream after the first dropped: status %d", resp.StatusCode)
@@ -171,7 +191,10 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 	if ev, ok := nextEvent(t, evs, 5*time.Second); ok {
 		t.Fatalf("event %q after DELETE, want the stream to end", ev)
 	}
-	eventually(t, 5*time.Second, "no stream open", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
+	synctest.Wait()
+	if n := testutil.ToFloat64(e.m.streams); n != 0 {
+		t.Fatalf("%v streams after DELETE", n)
+	}
 }
 
 // An HTTP/1.0 GET (no chunked encoding) cannot be taken over: the request

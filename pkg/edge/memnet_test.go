@@ -1,0 +1,130 @@
+package edge
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// memNet is an in-memory network for the tests run in a synctest bubble:
+// listeners by address, connections net.Pipe pairs (a goroutine blocked
+// on one is durably blocked, so the bubble's clock moves past it).
+type memNet struct {
+	mu  sync.Mutex
+	lns map[string]*memListener
+}
+
+// listen replaces ln by an in-memory listener at its address, closing it.
+func (n *memNet) listen(ln net.Listener) *memListener {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lns == nil {
+		n.lns = map[string]*memListener{}
+	}
+	l := &memListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
+	n.lns[l.addr.String()] = l
+	_ = ln.Close()
+	return l
+}
+
+// dial connects to the in-memory listener at addr; an address that is
+// not on this network is dialed for real.
+func (n *memNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	l := n.lns[addr]
+	n.mu.Unlock()
+	if l == nil {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	server, client := net.Pipe()
+	// The client's address: a loopback port of its own.
+	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000 + int(l.accepted.Add(1)%20000)}
+	select {
+	case l.conns <- memConn{Conn: server, local: l.addr, remote: remote}:
+		return memConn{Conn: client, local: remote, remote: l.addr}, nil
+	case <-l.done:
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// transport is an HTTP transport over n.
+func (n *memNet) transport() *http.Transport {
+	return &http.Transport{DialContext: n.dial, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 64,
+		ResponseHeaderTimeout: time.Minute}
+}
+
+// memListener is a listener of a memNet.
+type memListener struct {
+	addr     net.Addr
+	conns    chan net.Conn
+	done     chan struct{}
+	once     sync.Once
+	accepted atomic.Uint64
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *memListener) Addr() net.Addr { return l.addr }
+
+// memConn is a pipe end with the addresses of a TCP connection.
+type memConn struct {
+	net.Conn
+	local, remote net.Addr
+}
+
+func (c memConn) LocalAddr() net.Addr  { return c.local }
+func (c memConn) RemoteAddr() net.Addr { return c.remote }
+
+// serveMemoryEdge is startMemoryEdge with the whole edge run (Run): its
+// MCP and admin listeners on an in-memory network that http.DefaultClient
+// dials until the test ends (the package's tests do not run in
+// parallel), so the helpers that speak HTTP to MCPURL and AdminURL reach
+// it from inside the bubble. Call it inside a synctest bubble.
+func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
+	t.Helper()
+	m := newMemoryEdge(t, o)
+	e := m.Edge
+	var n memNet
+	e.mcpLn, e.adminLn = n.listen(e.mcpLn), n.listen(e.adminLn)
+	tr := n.transport()
+	prev := http.DefaultClient.Transport
+	http.DefaultClient.Transport = tr
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("edge Run: %v", err)
+		}
+		tr.CloseIdleConnections()
+		http.DefaultClient.Transport = prev
+	})
+	m.src.MarkCaughtUp()
+	synctest.Wait()
+	if !e.Ready() {
+		t.Fatal("edge not ready once its source caught up")
+	}
+	return m
+}
