@@ -126,5 +126,6 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	if !e.Ready() {
 		t.Fatal("edge not ready once its source caught up")
 	}
+	m.net = &n
 	return m
 }

@@ -35,6 +35,7 @@ type memoryEdge struct {
 	*Edge
 	src   *planner.Memory
 	fleet *memoryFleet
+	net   *memNet // its listeners' network (serveMemoryEdge); nil if not served
 }
 
 // newMemoryEdge makes the edge of o over an in-memory source holding the
