@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
 )
 
 // memNet is an in-memory network for the tests run in a synctest bubble:
@@ -128,4 +130,11 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	}
 	m.net = &n
 	return m
+}
+
+// memoryAuth is bearer authentication by iss, an issuer outside the bubble
+// reached over loopback: no connection is kept (a connection kept idle
+// would wait on real I/O, which the bubble's clock does not pass).
+func memoryAuth(iss *issuertest.Issuer) *AuthOptions {
+	return &AuthOptions{Issuer: iss.URL(), HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 }

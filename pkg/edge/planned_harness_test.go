@@ -163,6 +163,13 @@ func (m *memoryEdge) otherGroup() uint64 {
 	return m.publish(st)
 }
 
+// setPolicy publishes a state with the tool policy sec.
+func (m *memoryEdge) setPolicy(sec *policy.Section) uint64 {
+	st := m.next()
+	st.Authorization = &events.Authorization{Section: sec, Generation: st.Generation}
+	return m.publish(st)
+}
+
 // withPolicy gives st the tool policy of the section in JSON.
 func withPolicy(t *testing.T, st *events.State, section string) *events.State {
 	t.Helper()
