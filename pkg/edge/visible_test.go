@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,45 +121,51 @@ func TestPolicyFindTool(t *testing.T) {
 // An evaluation error fails closed: a deny rule over a claim the token
 // lacks hides the tool.
 func TestPolicyFailsClosed(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, nil)
-	setPolicy(t, f, &policy.Section{Rules: []policy.Rule{{Name: "needs-team", Effect: "deny",
-		When: `claims.team != "core"`}}}, e) // no team claim: an error, so the rule matches
-	tok := roleToken(iss, e, "alice")
-	c := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return tok }))
-	if names := c.toolNames(t); len(names) != 0 {
-		t.Fatalf("lists %v, want nothing", names)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{}}); err != nil || !res.IsError {
-		t.Fatalf("call: %v, %v", res, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+		e.up("alpha", "echo")
+		e.settle()
+		e.setPolicy(&policy.Section{Rules: []policy.Rule{{Name: "needs-team", Effect: "deny",
+			When: `claims.team != "core"`}}}) // no team claim: an error, so the rule matches
+		e.settle()
+		tok := roleToken(iss, e.Edge, "alice")
+		c := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return tok }))
+		if names := c.toolNames(t); len(names) != 0 {
+			t.Fatalf("lists %v, want nothing", names)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{}}); err != nil || !res.IsError {
+			t.Fatalf("call: %v, %v", res, err)
+		}
+	})
 }
 
 // A 2026-07-28 list says how it may be cached: "public" while every
 // caller sees the same, "private" once a policy filters it per caller.
 func TestListCacheScope(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, nil)
-	c := connect(t, e.MCPURL(), "")
-	scope := func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		res, err := c.cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, nil)
+		e.up("alpha", "echo")
+		e.settle()
+		c := connect(t, e.MCPURL(), "")
+		scope := func() string {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res, err := c.cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.CacheScope
 		}
-		return res.CacheScope
-	}
-	if got := scope(); got != "public" {
-		t.Fatalf("cacheScope without a policy: %q", got)
-	}
-	setPolicy(t, f, opsOnlyBeta, e)
-	if got := scope(); got != "private" {
-		t.Fatalf("cacheScope under a policy: %q", got)
-	}
+		if got := scope(); got != "public" {
+			t.Fatalf("cacheScope without a policy: %q", got)
+		}
+		e.setPolicy(opsOnlyBeta)
+		e.settle()
+		if got := scope(); got != "private" {
+			t.Fatalf("cacheScope under a policy: %q", got)
+		}
+	})
 }
