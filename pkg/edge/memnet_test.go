@@ -11,7 +11,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 )
 
 // memNet is an in-memory network for the tests run in a synctest bubble:
@@ -105,9 +108,17 @@ func (c memConn) RemoteAddr() net.Addr { return c.remote }
 // it from inside the bubble. Call it inside a synctest bubble.
 func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	t.Helper()
-	m := newMemoryEdge(t, o)
+	n := &memNet{}
+	opts := Options{}
+	if o != nil {
+		opts = *o
+	}
+	if opts.BackendHTTPClient == nil { // backends served on n (serveBackend)
+		opts.BackendHTTPClient = &http.Client{Transport: n.transport()}
+	}
+	m := newMemoryEdge(t, &opts)
+	m.net = n
 	e := m.Edge
-	var n memNet
 	e.mcpLn, e.adminLn = n.listen(e.mcpLn), n.listen(e.adminLn)
 	tr := n.transport()
 	prev := http.DefaultClient.Transport
@@ -121,6 +132,7 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 			t.Errorf("edge Run: %v", err)
 		}
 		tr.CloseIdleConnections()
+		opts.BackendHTTPClient.CloseIdleConnections()
 		http.DefaultClient.Transport = prev
 	})
 	m.src.MarkCaughtUp()
@@ -128,8 +140,40 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	if !e.Ready() {
 		t.Fatal("edge not ready once its source caught up")
 	}
-	m.net = &n
 	return m
+}
+
+// serveBackend serves the demo backend b at the URL the in-memory fleet
+// gives backend b.Name() (http://NAME.test/mcp) until the test ends, and
+// makes it advertisable with its catalog (listed by the edge's own
+// client over the in-memory network).
+func (m *memoryEdge) serveBackend(t *testing.T, b *demobackend.Backend) uint64 {
+	t.Helper()
+	ln := &memListener{addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 80} /* not loopback: the go-sdk refuses a foreign Host on loopback */, conns: make(chan net.Conn), done: make(chan struct{})}
+	m.net.mu.Lock()
+	if m.net.lns == nil {
+		m.net.lns = map[string]*memListener{}
+	}
+	m.net.lns[b.Name()+".test:80"] = ln
+	m.net.mu.Unlock()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.Server() }, nil))
+	srv := &http.Server{Handler: mux}
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Serve(ln)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+		for ss := range b.Server().Sessions() { // the go-sdk keeps them past their connections
+			_ = ss.Close()
+		}
+	})
+	url := "http://" + b.Name() + ".test/mcp"
+	return m.upCatalog(b.Name(), listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: m.net.transport()}}))
 }
 
 // memoryAuth is bearer authentication by iss, an issuer outside the bubble

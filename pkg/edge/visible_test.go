@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 )
@@ -44,32 +45,35 @@ func roleToken(iss *issuertest.Issuer, e *Edge, sub string, roles ...string) str
 // use is absent from its list, and a call of it is answered as for an
 // unknown tool; another caller's roles see and call it.
 func TestPolicyByClaim(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	f.healthyBackend("default", startBackend(t, "beta", nil))
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, nil)
-	setPolicy(t, f, opsOnlyBeta, e)
-	alice, bob := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
-			ca := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return alice }))
-			cb := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return bob }))
-			if names := ca.toolNames(t); !names["alpha_echo"] || names["beta_echo"] {
-				t.Fatalf("alice lists %v", names)
-			}
-			if names := cb.toolNames(t); !names["alpha_echo"] || !names["beta_echo"] {
-				t.Fatalf("bob lists %v", names)
-			}
-			if res := ca.call(t, "beta_echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "not available") {
-				t.Fatalf("alice's call of a hidden tool: %v %q", res.IsError, text(res))
-			}
-			if res := cb.call(t, "beta_echo", map[string]any{"text": "x"}); res.IsError {
-				t.Fatalf("bob's call: %q", text(res))
-			}
-			if res := ca.call(t, "alpha_echo", map[string]any{"text": "x"}); res.IsError {
-				t.Fatalf("alice's call of a visible tool: %q", text(res))
-			}
+			synctest.Test(t, func(t *testing.T) {
+				e := serveMemoryEdge(t, &Options{CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+				e.serveBackend(t, demobackend.New("alpha", nil))
+				e.serveBackend(t, demobackend.New("beta", nil))
+				e.settle()
+				e.setPolicy(opsOnlyBeta)
+				e.settle()
+				alice, bob := roleToken(iss, e.Edge, "alice"), roleToken(iss, e.Edge, "bob", "ops")
+				ca := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return alice }))
+				cb := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return bob }))
+				if names := ca.toolNames(t); !names["alpha_echo"] || names["beta_echo"] {
+					t.Fatalf("alice lists %v", names)
+				}
+				if names := cb.toolNames(t); !names["alpha_echo"] || !names["beta_echo"] {
+					t.Fatalf("bob lists %v", names)
+				}
+				if res := ca.call(t, "beta_echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "not available") {
+					t.Fatalf("alice's call of a hidden tool: %v %q", res.IsError, text(res))
+				}
+				if res := cb.call(t, "beta_echo", map[string]any{"text": "x"}); res.IsError || text(res) != "beta: x" {
+					t.Fatalf("bob's call: %q", text(res))
+				}
+				if res := ca.call(t, "alpha_echo", map[string]any{"text": "x"}); res.IsError || text(res) != "alpha: x" {
+					t.Fatalf("alice's call of a visible tool: %q", text(res))
+				}
+			})
 		})
 	}
 }
