@@ -122,8 +122,11 @@ func (m *memoryEdge) settle() {
 // policy.
 func (m *memoryEdge) next() *events.State { return m.fleet.next(m.src.State()) }
 
-// publish makes st the source's state and returns its generation.
+// publish makes st the source's state and returns its generation,
+// noting its event (one of the edge's group, read now) first, as the
+// event log's reader does.
 func (m *memoryEdge) publish(st *events.State) uint64 {
+	m.loop.Note(planner.Event{Generation: st.Generation, At: time.Now()})
 	m.src.Set(st)
 	return st.Generation
 }
@@ -160,7 +163,8 @@ func (m *memoryEdge) otherGroup() uint64 {
 	st := m.next()
 	st.Groups = maps.Clone(st.Groups)
 	st.Groups["other"] = &events.Group{Name: "other", Backends: map[string]*events.Backend{}}
-	return m.publish(st)
+	m.src.Set(st) // an event of another group: not noted
+	return st.Generation
 }
 
 // setPolicy publishes a state with the tool policy sec.
