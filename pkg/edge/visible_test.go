@@ -81,13 +81,22 @@ func TestPolicyByClaim(t *testing.T) {
 // find_tool never returns a hidden tool, and call_tool refuses one as an
 // unknown tool.
 func TestPolicyFindTool(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	f.healthyBackend("default", startBackend(t, "beta", nil))
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, &Options{Mode: ModeOptimizer, CallTimeout: 10 * time.Second})
-	setPolicy(t, f, opsOnlyBeta, e)
-	alice, bob := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{Mode: ModeOptimizer, CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+		e.serveBackend(t, demobackend.New("alpha", nil))
+		e.serveBackend(t, demobackend.New("beta", nil))
+		e.settle()
+		e.setPolicy(opsOnlyBeta)
+		e.settle()
+		testPolicyFindTool(t, e, iss)
+	})
+}
+
+// testPolicyFindTool is TestPolicyFindTool on e, serving alpha and beta
+// under opsOnlyBeta.
+func testPolicyFindTool(t *testing.T, e *memoryEdge, iss *issuertest.Issuer) {
+	alice, bob := roleToken(iss, e.Edge, "alice"), roleToken(iss, e.Edge, "bob", "ops")
 	ca := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return alice }))
 	cb := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return bob }))
 	found := func(c *client) map[string]bool {
@@ -117,7 +126,7 @@ func TestPolicyFindTool(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "not available") {
 		t.Fatalf("alice's call_tool of a hidden tool: %q", text(res))
 	}
-	if res := cb.call(t, CallToolName, map[string]any{"tool_name": "beta_echo", "arguments": map[string]any{"text": "x"}}); res.IsError {
+	if res := cb.call(t, CallToolName, map[string]any{"tool_name": "beta_echo", "arguments": map[string]any{"text": "x"}}); res.IsError || text(res) != "beta: x" {
 		t.Fatalf("bob's call_tool: %q", text(res))
 	}
 }
