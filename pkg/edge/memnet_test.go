@@ -21,8 +21,9 @@ import (
 // listeners by address, connections net.Pipe pairs (a goroutine blocked
 // on one is durably blocked, so the bubble's clock moves past it).
 type memNet struct {
-	mu  sync.Mutex
-	lns map[string]*memListener
+	mu    sync.Mutex
+	lns   map[string]*memListener
+	stops map[string]func() // of the backends served (serveBackend)
 }
 
 // listen replaces ln by an in-memory listener at its address, closing it.
@@ -164,16 +165,35 @@ func (m *memoryEdge) serveBackend(t *testing.T, b *demobackend.Backend) uint64 {
 		_ = srv.Serve(ln)
 		close(done)
 	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-		for ss := range b.Server().Sessions() { // the go-sdk keeps them past their connections
-			_ = ss.Close()
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = srv.Close()
+			<-done
+			for ss := range b.Server().Sessions() { // the go-sdk keeps them past their connections
+				_ = ss.Close()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	m.net.mu.Lock()
+	if m.net.stops == nil {
+		m.net.stops = map[string]func(){}
+	}
+	m.net.stops[b.Name()] = stop
+	m.net.mu.Unlock()
 	url := "http://" + b.Name() + ".test/mcp"
 	return m.upCatalog(b.Name(), listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true,
 		HTTPClient: &http.Client{Transport: m.net.transport()}}))
+}
+
+// stopBackend stops serving backend name, as a process that died: its
+// connections are cut and new ones refused.
+func (m *memoryEdge) stopBackend(name string) {
+	m.net.mu.Lock()
+	stop := m.net.stops[name]
+	m.net.mu.Unlock()
+	stop()
 }
 
 // memoryAuth is bearer authentication by iss, an issuer outside the bubble

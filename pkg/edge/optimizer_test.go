@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
@@ -120,44 +122,48 @@ func TestOptimizerRecoveryWithoutListChanged(t *testing.T) {
 func TestOptimizerDeadBackendVanishes(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
-			f := newFleet(t)
-			a := startBackend(t, "alpha", nil)
-			bb := startBackend(t, "beta", nil)
-			f.healthyBackend("default", a)
-			f.healthyBackend("default", bb)
-			e := startEdge(t, f, optimizerOpts(50*time.Millisecond))
-			c := connect(t, e.MCPURL(), v.version)
-			got := c.find(t, "echo text", 0)
-			if !slices.Contains(resultNames(got), "alpha_echo") || !slices.Contains(resultNames(got), "beta_echo") || got.CatalogTools != 4 {
-				t.Fatalf("find_tool: %+v", got)
-			}
-			if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "x"})); got != "alpha: x" {
-				t.Fatalf("call_tool alpha_echo = %q", got)
-			}
-			a.Stop()
-			f.health("default", "alpha", false)
-			eventually(t, 20*time.Second, "alpha's tools gone from find_tool", func() bool {
-				r := c.find(t, "echo text add numbers", 0)
-				return r.CatalogTools == 2 && !slices.ContainsFunc(resultNames(r), func(n string) bool { return strings.HasPrefix(n, "alpha_") })
-			})
-			res := c.callVia(t, "alpha_echo", map[string]any{"text": "x"})
-			if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) || !strings.Contains(text(res), "find_tool") {
-				t.Fatalf("call_tool of the dead backend's tool: isError=%v %q", res.IsError, text(res))
-			}
-			if got := text(c.callVia(t, "beta_echo", map[string]any{"text": "y"})); got != "beta: y" {
-				t.Fatalf("call_tool beta_echo = %q", got)
-			}
-			// Bad meta-tool arguments are isError results naming the problem.
-			if res := c.call(t, FindToolName, map[string]any{"query": " "}); !res.IsError || !strings.Contains(text(res), `"query"`) {
-				t.Fatalf("find_tool with an empty query: isError=%v %q", res.IsError, text(res))
-			}
-			if res := c.call(t, FindToolName, map[string]any{"query": "echo", "limit": 0}); !res.IsError || !strings.Contains(text(res), `"limit"`) {
-				t.Fatalf("find_tool with limit 0: isError=%v %q", res.IsError, text(res))
-			}
-			if res := c.call(t, CallToolName, map[string]any{"arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), `"tool_name"`) {
-				t.Fatalf("call_tool without tool_name: isError=%v %q", res.IsError, text(res))
-			}
+			synctest.Test(t, func(t *testing.T) { testOptimizerDeadBackendVanishes(t, v.version) })
 		})
+	}
+}
+
+// testOptimizerDeadBackendVanishes is TestOptimizerDeadBackendVanishes on
+// protocol version, in the bubble of t.
+func testOptimizerDeadBackendVanishes(t *testing.T, version string) {
+	e := serveMemoryEdge(t, optimizerOpts(50*time.Millisecond))
+	e.serveBackend(t, demobackend.New("alpha", nil))
+	e.serveBackend(t, demobackend.New("beta", nil))
+	e.settle()
+	c := connect(t, e.MCPURL(), version)
+	got := c.find(t, "echo text", 0)
+	if !slices.Contains(resultNames(got), "alpha_echo") || !slices.Contains(resultNames(got), "beta_echo") || got.CatalogTools != 4 {
+		t.Fatalf("find_tool: %+v", got)
+	}
+	if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "x"})); got != "alpha: x" {
+		t.Fatalf("call_tool alpha_echo = %q", got)
+	}
+	e.stopBackend("alpha")
+	e.down("alpha")
+	e.settle()
+	if r := c.find(t, "echo text add numbers", 0); r.CatalogTools != 2 || slices.ContainsFunc(resultNames(r), func(n string) bool { return strings.HasPrefix(n, "alpha_") }) {
+		t.Fatalf("find_tool once alpha is down: %+v; want beta's 2 tools only", r)
+	}
+	res := c.callVia(t, "alpha_echo", map[string]any{"text": "x"})
+	if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) || !strings.Contains(text(res), "find_tool") {
+		t.Fatalf("call_tool of the dead backend's tool: isError=%v %q", res.IsError, text(res))
+	}
+	if got := text(c.callVia(t, "beta_echo", map[string]any{"text": "y"})); got != "beta: y" {
+		t.Fatalf("call_tool beta_echo = %q", got)
+	}
+	// Bad meta-tool arguments are isError results naming the problem.
+	if res := c.call(t, FindToolName, map[string]any{"query": " "}); !res.IsError || !strings.Contains(text(res), `"query"`) {
+		t.Fatalf("find_tool with an empty query: isError=%v %q", res.IsError, text(res))
+	}
+	if res := c.call(t, FindToolName, map[string]any{"query": "echo", "limit": 0}); !res.IsError || !strings.Contains(text(res), `"limit"`) {
+		t.Fatalf("find_tool with limit 0: isError=%v %q", res.IsError, text(res))
+	}
+	if res := c.call(t, CallToolName, map[string]any{"arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), `"tool_name"`) {
+		t.Fatalf("call_tool without tool_name: isError=%v %q", res.IsError, text(res))
 	}
 }
 
