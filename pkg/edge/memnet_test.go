@@ -150,27 +150,33 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 // client over the in-memory network).
 func (m *memoryEdge) serveBackend(t *testing.T, b *demobackend.Backend) uint64 {
 	t.Helper()
+	return m.serveServer(t, b.Name(), b.Server())
+}
+
+// serveServer is serveBackend of the MCP server srv of backend name.
+func (m *memoryEdge) serveServer(t *testing.T, name string, srv *mcp.Server) uint64 {
+	t.Helper()
 	ln := &memListener{addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 80} /* not loopback: the go-sdk refuses a foreign Host on loopback */, conns: make(chan net.Conn), done: make(chan struct{})}
 	m.net.mu.Lock()
 	if m.net.lns == nil {
 		m.net.lns = map[string]*memListener{}
 	}
-	m.net.lns[b.Name()+".test:80"] = ln
+	m.net.lns[name+".test:80"] = ln
 	m.net.mu.Unlock()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.Server() }, nil))
-	srv := &http.Server{Handler: mux}
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := &http.Server{Handler: mux}
 	done := make(chan struct{})
 	go func() {
-		_ = srv.Serve(ln)
+		_ = hs.Serve(ln)
 		close(done)
 	}()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			_ = srv.Close()
+			_ = hs.Close()
 			<-done
-			for ss := range b.Server().Sessions() { // the go-sdk keeps them past their connections
+			for ss := range srv.Sessions() { // the go-sdk keeps them past their connections
 				_ = ss.Close()
 			}
 		})
@@ -180,10 +186,10 @@ func (m *memoryEdge) serveBackend(t *testing.T, b *demobackend.Backend) uint64 {
 	if m.net.stops == nil {
 		m.net.stops = map[string]func(){}
 	}
-	m.net.stops[b.Name()] = stop
+	m.net.stops[name] = stop
 	m.net.mu.Unlock()
-	url := "http://" + b.Name() + ".test/mcp"
-	return m.upCatalog(b.Name(), listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true,
+	url := "http://" + name + ".test/mcp"
+	return m.upCatalog(name, listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true,
 		HTTPClient: &http.Client{Transport: m.net.transport()}}))
 }
 

@@ -30,6 +30,18 @@ func startAskingBackend(t testing.TB, f *fleet, name string) {
 // URI of the last resources/unsubscribe it got.
 func startAskingBackendWith(t testing.TB, f *fleet, name string, unsubscribed *atomic.Value) (url string) {
 	t.Helper()
+	srv := askingServer(name, unsubscribed)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	cfg := events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}
+	f.publish(events.NewBackendAdded(time.Now(), "default", name, cfg))
+	f.catalog("default", name, listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}))
+	f.health("default", name, true)
+	return hs.URL
+}
+
+// askingServer is the MCP server of startAskingBackendWith.
+func askingServer(name string, unsubscribed *atomic.Value) *mcp.Server {
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: name}, &mcp.ServerOptions{
 		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error { return nil },
@@ -133,13 +145,7 @@ func startAskingBackendWith(t testing.TB, f *fleet, name string, unsubscribed *a
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.FormatInt(int64(time.Since(start)), 10)}}}, err
 		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	cfg := events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}
-	f.publish(events.NewBackendAdded(time.Now(), "default", name, cfg))
-	f.catalog("default", name, listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}))
-	f.health("default", name, true)
-	return hs.URL
+	return srv
 }
 
 // askedClient is a session-based client that answers sampling,
@@ -359,66 +365,6 @@ func TestMovedSessionKeepsLevelAndSubscriptions(t *testing.T) {
 	eventually(t, 5*time.Second, "the update on B", func() bool { return len(lc.updatesHeard()) == 1 })
 	if info, ok := sessionInfo(t, edgeB.Edge, sid); !ok || info.Edge != "b" {
 		t.Fatalf("the session on B: %+v (found %v)", info, ok)
-	}
-}
-
-// A client subscribed to a backend's resource hears its updates through
-// the edge, and only it; after it unsubscribes, the edge's subscription
-// on the backend ends too.
-func TestResourceSubscription(t *testing.T) {
-	f := newFleet(t)
-	var unsubscribed atomic.Value
-	startAskingBackendWith(t, f, "ask", &unsubscribed)
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
-	a, b := connectAsked(t, e.MCPURL(), false), connectAsked(t, e.MCPURL(), false)
-	if caps := a.cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
-		t.Fatalf("edge capabilities %+v: want resources.subscribe", caps.Resources)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := a.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://nope"}); err == nil {
-		t.Fatal("subscribed to a resource no backend serves")
-	}
-	// A 2026-07-28 client subscribes on a subscriptions/listen stream.
-	var newUpdates atomic.Int64
-	c26 := mcp.NewClient(&mcp.Implementation{Name: "listener"}, &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			if r.Params.URI == "res://counter" {
-				newUpdates.Add(1)
-			}
-		}})
-	cs26, err := c26.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.MCPURL(), MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs26.Close()
-	if err := cs26.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "the listen stream's subscription", func() bool {
-		return e.calls.Subscribers("ask", "", "res://counter") == 2
-	})
-	b.call(t, "ask_bump", nil)
-	eventually(t, 5*time.Second, "the update", func() bool { return len(a.updatesHeard()) == 1 })
-	eventually(t, 5*time.Second, "the update on the listen stream", func() bool { return newUpdates.Load() == 1 })
-	if err := cs26.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := a.updatesHeard(); got[0] != "res://counter" {
-		t.Fatalf("updates heard: %v", got)
-	}
-	if err := a.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "the backend unsubscribed", func() bool { u, _ := unsubscribed.Load().(string); return u == "res://counter" })
-	b.call(t, "ask_bump", nil)
-	b.call(t, "ask_bump", nil)
-	if got := b.updatesHeard(); len(got) != 0 {
-		t.Fatalf("a client that never subscribed heard %v", got)
 	}
 }
 
