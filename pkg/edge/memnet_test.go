@@ -110,6 +110,20 @@ func (c memConn) RemoteAddr() net.Addr { return c.remote }
 func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	t.Helper()
 	n := &memNet{}
+	tr := n.transport()
+	prev := http.DefaultClient.Transport
+	http.DefaultClient.Transport = tr
+	t.Cleanup(func() { // after the edges' cleanups
+		tr.CloseIdleConnections()
+		http.DefaultClient.Transport = prev
+	})
+	return n.serveEdge(t, o)
+}
+
+// serveEdge is serveMemoryEdge on n: another edge of the same network
+// (with a source of its own).
+func (n *memNet) serveEdge(t *testing.T, o *Options) *memoryEdge {
+	t.Helper()
 	opts := Options{}
 	if o != nil {
 		opts = *o
@@ -121,9 +135,6 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	m.net = n
 	e := m.Edge
 	e.mcpLn, e.adminLn = n.listen(e.mcpLn), n.listen(e.adminLn)
-	tr := n.transport()
-	prev := http.DefaultClient.Transport
-	http.DefaultClient.Transport = tr
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -132,9 +143,7 @@ func serveMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 		if err := <-done; err != nil {
 			t.Errorf("edge Run: %v", err)
 		}
-		tr.CloseIdleConnections()
 		opts.BackendHTTPClient.CloseIdleConnections()
-		http.DefaultClient.Transport = prev
 	})
 	m.src.MarkCaughtUp()
 	synctest.Wait()
