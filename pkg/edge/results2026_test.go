@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,12 +47,20 @@ func newRequest(id int, method, meta, params string) string {
 // resources/read, a tools/call the fast path does not take), on an edge
 // with the fast path and on one without.
 func TestResultTypeOnNewProtocol(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	fast := startEdge(t, f, nil)
-	sdk := startEdge(t, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
-	for _, e := range []*Edge{fast, sdk} {
-		eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+	// edge serves the asking backend on the edge named ("fast": with the
+	// fast path, "go-sdk": without), in the bubble of t.
+	edge := func(t *testing.T, name string) *Edge {
+		o := &Options{CallTimeout: 10 * time.Second}
+		if name == "go-sdk" {
+			o.paths = pathSwitches{goSDKStateless: true}
+		}
+		e := serveMemoryEdge(t, o)
+		e.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+		e.settle()
+		if n := len(e.current().Catalog.Tools); n != 8 {
+			t.Fatalf("%d tools served; want ask's 8", n)
+		}
+		return e.Edge
 	}
 	for _, tc := range []struct {
 		name, method, mcpName, meta, params string
@@ -67,21 +77,24 @@ func TestResultTypeOnNewProtocol(t *testing.T) {
 		{"resources/list", "resources/list", "", "", ``},
 		{"resources/templates/list", "resources/templates/list", "", "", ``},
 	} {
-		for name, e := range map[string]*Edge{"fast": fast, "go-sdk": sdk} {
+		for _, name := range []string{"fast", "go-sdk"} {
 			t.Run(tc.name+" "+name, func(t *testing.T) {
-				body := newRequest(7, tc.method, tc.meta, tc.params)
-				hdr := map[string]string{"Mcp-Method": tc.method}
-				if tc.mcpName != "" {
-					hdr["Mcp-Name"] = tc.mcpName
-				}
-				code, _, msg := statelessPost(t, e.MCPURL(), body, hdr)
-				res, _ := msg["result"].(map[string]any)
-				if code != 200 || res == nil {
-					t.Fatalf("HTTP %d, message %v", code, msg)
-				}
-				if res["resultType"] != "complete" {
-					t.Fatalf("resultType %v, want complete; result %v", res["resultType"], res)
-				}
+				synctest.Test(t, func(t *testing.T) {
+					e := edge(t, name)
+					body := newRequest(7, tc.method, tc.meta, tc.params)
+					hdr := map[string]string{"Mcp-Method": tc.method}
+					if tc.mcpName != "" {
+						hdr["Mcp-Name"] = tc.mcpName
+					}
+					code, _, msg := statelessPost(t, e.MCPURL(), body, hdr)
+					res, _ := msg["result"].(map[string]any)
+					if code != 200 || res == nil {
+						t.Fatalf("HTTP %d, message %v", code, msg)
+					}
+					if res["resultType"] != "complete" {
+						t.Fatalf("resultType %v, want complete; result %v", res["resultType"], res)
+					}
+				})
 			})
 		}
 	}
