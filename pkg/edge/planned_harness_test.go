@@ -17,6 +17,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
 // memorySource is a planner.Memory as the edge's source: nothing to run.
@@ -95,6 +96,15 @@ func (m *memoryEdge) up(name string, tools ...string) uint64 {
 // down makes backend name unadvertisable and publishes the state.
 func (m *memoryEdge) down(name string) uint64 {
 	return m.publish(m.withBackend(m.next(), name, false, nil))
+}
+
+// publishEvent makes st the source's state, noting ev (its event, of
+// the edge's group) first, as the event log's reader does.
+func (m *memoryEdge) publishEvent(st *events.State, ev *eventspb.Event) uint64 {
+	ev.Generation = st.Generation
+	m.onEvent("", ev)
+	m.src.Set(st)
+	return st.Generation
 }
 
 // upCatalog makes backend name advertisable with catalog c and publishes
