@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -239,39 +240,54 @@ func (c *askedClient) call(t testing.TB, name string, meta mcp.Meta) *mcp.CallTo
 // client that made it, through the edge, and the client's answers reach
 // the backend; a client without the capability is answered at once.
 func TestRelayDuringCall(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	e := startEdge(t, f, nil)
-	url := e.MCPURL()
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
-
-	capable := connectAsked(t, url, true)
-	t.Run("progress", func(t *testing.T) {
+	// sub runs f in a bubble of its own, on an edge serving the asking
+	// backend at url.
+	sub := func(name string, f func(t *testing.T, url string)) {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := serveMemoryEdge(t, nil)
+				e.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+				e.settle()
+				if n := len(e.current().Catalog.Tools); n != 8 {
+					t.Fatalf("%d tools served; want ask's 8", n)
+				}
+				f(t, e.MCPURL())
+			})
+		})
+	}
+	sub("progress", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		res := capable.call(t, "ask_progress", mcp.Meta{"progressToken": "tok-1"})
 		if text(res) != "token tok-1" {
 			t.Fatalf("backend saw %q, want the client's token", text(res))
 		}
-		eventually(t, 5*time.Second, "three progress notifications", func() bool { p, _ := capable.heard(); return len(p) == 3 })
+		synctest.Wait()
+		if p, _ := capable.heard(); len(p) != 3 {
+			t.Fatalf("progress heard: %v; want three notifications", p)
+		}
 		if p, _ := capable.heard(); p[0] != "tok-1:1/3" || p[2] != "tok-1:3/3" {
 			t.Fatalf("progress heard: %v", p)
 		}
 	})
-	t.Run("sampling", func(t *testing.T) {
+	sub("sampling", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if got := text(capable.call(t, "ask_sample", nil)); got != "model test-model: hi from the client (say hi)" {
 			t.Fatalf("sampling result %q", got)
 		}
 	})
-	t.Run("elicitation", func(t *testing.T) {
+	sub("elicitation", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if got := text(capable.call(t, "ask_elicit", nil)); got != "accept ada" {
 			t.Fatalf("elicitation result %q", got)
 		}
 	})
-	t.Run("roots", func(t *testing.T) {
+	sub("roots", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if got := text(capable.call(t, "ask_roots", nil)); got != "roots file:///work" {
 			t.Fatalf("roots result %q", got)
 		}
 	})
-	t.Run("logging", func(t *testing.T) {
+	sub("logging", func(t *testing.T, url string) {
 		lc := connectAsked(t, url, false)
 		lc.call(t, "ask_logs", nil)
 		if _, logs := lc.heard(); len(logs) != 0 {
@@ -283,12 +299,16 @@ func TestRelayDuringCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		lc.call(t, "ask_logs", nil)
-		eventually(t, 5*time.Second, "two log messages", func() bool { _, l := lc.heard(); return len(l) == 2 })
+		synctest.Wait()
+		if _, logs := lc.heard(); len(logs) != 2 {
+			t.Fatalf("logs heard at level info: %v; want two", logs)
+		}
 		if _, logs := lc.heard(); logs[0] != "info" || logs[1] != "warning" {
 			t.Fatalf("logs at level info: %v", logs)
 		}
 	})
-	t.Run("completion", func(t *testing.T) {
+	sub("completion", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if caps := capable.cs.InitializeResult().Capabilities; caps.Completions == nil || caps.Logging == nil {
 			t.Fatalf("edge capabilities %+v: want completions and logging", caps)
 		}
@@ -307,7 +327,7 @@ func TestRelayDuringCall(t *testing.T) {
 			t.Fatalf("completion of an unknown prompt: %v", err)
 		}
 	})
-	t.Run("incapable", func(t *testing.T) {
+	sub("incapable", func(t *testing.T, url string) {
 		plain := connectAsked(t, url, false)
 		for _, tool := range []string{"ask_sample", "ask_elicit"} {
 			start := time.Now()
