@@ -390,11 +390,15 @@ func TestMovedSessionKeepsLevelAndSubscriptions(t *testing.T) {
 
 // A backend's resource templates are listed through the edge, and a read
 // of a URI that expands one goes to that backend.
-func TestResourceTemplates(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+func TestResourceTemplates(t *testing.T) { synctest.Test(t, testResourceTemplates) }
+
+func testResourceTemplates(t *testing.T) {
+	e := serveMemoryEdge(t, nil)
+	e.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+	e.settle()
+	if n := len(e.current().Catalog.Tools); n != 8 {
+		t.Fatalf("%d tools served; want ask's 8", n)
+	}
 	c := connectAsked(t, e.MCPURL(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
