@@ -148,6 +148,9 @@ func (m *memoryEdge) withBackend(st *events.State, name string, adv bool, tools 
 		Config: events.BackendConfig{URL: "http://" + name + ".test/mcp"}}
 	if old := m.fleet.backends[name]; old != nil {
 		b.Catalog = old.Catalog
+		if old.Config.URL != "" { // its configuration as last published (headers, auth)
+			b.Config = old.Config
+		}
 	}
 	if tools != nil || b.Catalog == nil {
 		c := &events.Catalog{Digest: name + fmt.Sprint(tools)}
