@@ -42,7 +42,16 @@ type bearerTransport struct{ token func() string }
 func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.token())
-	return http.DefaultTransport.RoundTrip(r)
+	return clientTransport().RoundTrip(r)
+}
+
+// clientTransport is the transport of http.DefaultClient: the in-memory
+// network's while an edge is served in a bubble (serveMemoryEdge).
+func clientTransport() http.RoundTripper {
+	if tr := http.DefaultClient.Transport; tr != nil {
+		return tr
+	}
+	return http.DefaultTransport
 }
 
 // tokenHTTP is an HTTP client that sends token.

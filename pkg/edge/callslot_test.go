@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/edge/callslot"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
@@ -22,8 +24,11 @@ import (
 // back when the client left while the call ran on, so a client that
 // leaves and comes back ran any number of calls at once.
 func TestConcurrencySlotHeldWhileGoSDKCallRuns(t *testing.T) {
-	f := newFleet(t)
-	be := startBackend(t, "alpha", nil)
+	synctest.Test(t, testConcurrencySlotHeldWhileGoSDKCallRuns)
+}
+
+func testConcurrencySlotHeldWhileGoSDKCallRuns(t *testing.T) {
+	be := demobackend.New("alpha", nil)
 	started, release := make(chan struct{}, 4), make(chan struct{})
 	defer close(release)
 	be.AddToolFunc(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}},
@@ -35,12 +40,17 @@ func TestConcurrencySlotHeldWhileGoSDKCallRuns(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
-	f.healthyBackend("default", be)
 	// A session timeout keeps the session's calls on the go-sdk's path.
-	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: time.Minute, SessionTimeout: time.Hour})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_block"); return ok })
+	m := serveMemoryEdge(t, &Options{IdentityHeader: userHeader, CallTimeout: time.Minute, SessionTimeout: time.Hour})
+	m.serveBackend(t, be)
+	m.settle()
+	e := m.Edge
+	if _, ok := e.current().Catalog.Tool("alpha_block"); !ok {
+		t.Fatal("alpha_block not served")
+	}
 	sid := rawInitialize(t, e.MCPURL(), "alice")
-	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{Identity: &ratelimit.IdentityLimits{ConcurrentCalls: 1}}}, e)
+	m.setPolicy(&policy.Section{RateLimits: &ratelimit.Limits{Identity: &ratelimit.IdentityLimits{ConcurrentCalls: 1}}})
+	m.settle()
 
 	ctx, leave := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.MCPURL(), strings.NewReader(gateCall(1, "alpha_block")))
@@ -67,7 +77,10 @@ func TestConcurrencySlotHeldWhileGoSDKCallRuns(t *testing.T) {
 	}
 	leave()
 	<-first
-	eventually(t, 10*time.Second, "the first call ended after its client left", func() bool { return e.calls.Inflight() == 0 })
+	synctest.Wait()
+	if n := e.calls.Inflight(); n != 0 {
+		t.Fatalf("%d calls in flight once the first call's client left; want 0", n)
+	}
 	if code, body := gatePost(t, http.DefaultClient, e.MCPURL(), sid, "2025-11-25", "alice", gateCall(3, "alpha_echo")); code != http.StatusOK {
 		t.Fatalf("a call once the first has ended: %d %s", code, body)
 	}

@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/fleetgate/fleetgate/pkg/credential"
-	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 )
 
 // A header reference the event log carries is resolved by the edge only
@@ -28,22 +28,28 @@ func TestEdgeCredentialLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := newFleet(t)
-	alpha, beta := startBackend(t, "alpha", nil), startBackend(t, "beta", nil)
+	synctest.Test(t, func(t *testing.T) { testEdgeCredentialLimits(t, dir, inside, outside) })
+}
+
+// testEdgeCredentialLimits is TestEdgeCredentialLimits with the
+// credentials written in dir: inside its secrets, and outside.
+func testEdgeCredentialLimits(t *testing.T, dir, inside, outside string) {
+	e := serveMemoryEdge(t, &Options{CredentialLimits: &credential.Limits{Dir: filepath.Join(dir, "secrets")}})
+	alpha, beta := demobackend.New("alpha", nil), demobackend.New("beta", nil)
 	for _, tc := range []struct {
-		b    interface{ Name() string }
-		url  string
+		b    *demobackend.Backend
 		file string
-	}{{alpha, alpha.URL(), inside}, {beta, beta.URL(), outside}} {
-		f.publish(events.NewBackendAdded(time.Now(), "default", tc.b.Name(), events.BackendConfig{URL: tc.url, Transport: "streamable-http",
-			Headers: credential.Headers{"X-Credential": {File: tc.file}}}))
+	}{{alpha, inside}, {beta, outside}} {
+		e.serveBackend(t, tc.b)
+		b := e.fleet.backends[tc.b.Name()]
+		b.Config.Transport = "streamable-http"
+		b.Config.Headers = credential.Headers{"X-Credential": {File: tc.file}}
+		e.up(tc.b.Name())
 	}
-	f.catalog("default", "alpha", listCatalog(t, alpha))
-	f.catalog("default", "beta", listCatalog(t, beta))
-	f.health("default", "alpha", true)
-	f.health("default", "beta", true)
-	e := startEdge(t, f, &Options{CredentialLimits: &credential.Limits{Dir: filepath.Join(dir, "secrets")}})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("beta_echo"); return ok })
+	e.settle()
+	if _, ok := e.current().Catalog.Tool("beta_echo"); !ok {
+		t.Fatal("beta_echo not served")
+	}
 	c := connect(t, e.MCPURL(), "2025-11-25")
 	if res := c.call(t, "alpha_echo", map[string]any{"text": "in"}); res.IsError {
 		t.Fatalf("a reference within the bounds: %s", text(res))

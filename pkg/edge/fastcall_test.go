@@ -8,10 +8,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 )
 
@@ -66,17 +68,39 @@ func fastReady(t *testing.T, e *Edge, sid string) {
 	})
 }
 
+// fastReadyNow checks, once the bubble is idle, that session sid may take
+// the fast path.
+func fastReadyNow(t *testing.T, e *Edge, sid string) {
+	t.Helper()
+	synctest.Wait()
+	if s := e.reg.Lookup(sid); s == nil || s.Flags() != session.FlagBound|session.FlagInitialized {
+		t.Fatalf("session %s not initialized for the fast path", sid)
+	}
+}
+
+// alphaEdge is an edge of o serving demo backend alpha, in the bubble of
+// t.
+func alphaEdge(t *testing.T, o *Options) (*memoryEdge, *demobackend.Backend) {
+	t.Helper()
+	e := serveMemoryEdge(t, o)
+	b := demobackend.New("alpha", nil)
+	e.serveBackend(t, b)
+	e.settle()
+	if _, ok := e.current().Catalog.Tool("alpha_echo"); !ok {
+		t.Fatal("alpha_echo not served")
+	}
+	return e, b
+}
+
 // A plain tools/call is answered by the edge itself, with the result the
 // go-sdk path gives the same call; one the fast path does not take (here,
 // with _meta) still goes through the go-sdk.
-func TestFastCallMatchesGoSDKPath(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", b)
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
+func TestFastCallMatchesGoSDKPath(t *testing.T) { synctest.Test(t, testFastCallMatchesGoSDKPath) }
+
+func testFastCallMatchesGoSDKPath(t *testing.T) {
+	e, _ := alphaEdge(t, nil)
 	sid := rawInitialize(t, e.MCPURL(), "")
-	fastReady(t, e, sid)
+	fastReadyNow(t, e.Edge, sid)
 	code, ct, fast := rawPost(t, e.MCPURL(), sid, `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"alpha_echo","arguments":{"text":"x"}}}`)
 	if code != http.StatusOK || ct != "application/json" || fast["id"] != "a-1" {
 		t.Fatalf("fast path: %d %s %v", code, ct, fast)
@@ -96,21 +120,22 @@ func TestFastCallMatchesGoSDKPath(t *testing.T) {
 }
 
 // notifications/cancelled cancels a call the edge answers itself.
-func TestFastCallCancelled(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", b)
-	e := startEdge(t, f, &Options{CallTimeout: time.Minute})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
+func TestFastCallCancelled(t *testing.T) { synctest.Test(t, testFastCallCancelled) }
+
+func testFastCallCancelled(t *testing.T) {
+	e, b := alphaEdge(t, &Options{CallTimeout: time.Minute})
 	sid := rawInitialize(t, e.MCPURL(), "")
-	fastReady(t, e, sid)
+	fastReadyNow(t, e.Edge, sid)
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"alpha_echo","arguments":{"text":"x"}}}`
 	rawPost(t, e.MCPURL(), sid, call) // the pooled backend session exists before the hang
 	b.SetHang(true)
 	t.Cleanup(func() { b.SetHang(false) })
 	done := make(chan map[string]any, 1)
 	go func() { _, _, msg := rawPost(t, e.MCPURL(), sid, call); done <- msg }()
-	eventually(t, 10*time.Second, "call in flight", func() bool { return e.reg.Lookup(sid).CallInFlight("7") })
+	synctest.Wait()
+	if !e.reg.Lookup(sid).CallInFlight("7") {
+		t.Fatal("the call to the hung backend not in flight")
+	}
 	if code, _, _ := rawPost(t, e.MCPURL(), sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}`); code != http.StatusAccepted {
 		t.Fatalf("cancel: %d", code)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
@@ -58,20 +59,23 @@ func gateCall(id int, tool string) string {
 // budgetedEdge is an edge in front of backend alpha whose policy gives
 // each identity slots concurrent calls and alpha's tools a budget of
 // burst calls (no refill to speak of), and a session of alice's of
-// protocol version.
+// protocol version, served in the synctest bubble of t.
 func budgetedEdge(t *testing.T, version string, slots, burst int) (*Edge, *demobackend.Backend, string) {
 	t.Helper()
-	f := newFleet(t)
-	alpha := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", alpha)
-	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_echo"); return ok })
+	e := serveMemoryEdge(t, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
+	alpha := demobackend.New("alpha", nil)
+	e.serveBackend(t, alpha)
+	e.settle()
+	if _, ok := e.current().Catalog.Tool("alpha_echo"); !ok {
+		t.Fatal("alpha_echo not served")
+	}
 	sid := initializeAt(t, e.MCPURL(), "alice", version)
-	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{
+	e.setPolicy(&policy.Section{RateLimits: &ratelimit.Limits{
 		Identity: &ratelimit.IdentityLimits{ConcurrentCalls: slots},
 		Tools:    []ratelimit.ToolRule{{Name: "alpha-budget", Tools: []string{"alpha_*"}, RequestsPerSecond: 0.001, Burst: burst}},
-	}}, e)
-	return e, alpha, sid
+	}})
+	e.settle()
+	return e.Edge, alpha, sid
 }
 
 // The limits are decided on the parse that serves: once the tool's budget
@@ -79,7 +83,9 @@ func budgetedEdge(t *testing.T, version string, slots, burst int) (*Edge, *demob
 // a batch of calls (protocol 2025-03-26, which has batches) reaches the
 // backend; a batch over the bound is refused whole; each refusal names
 // its limit.
-func TestGateDecidesOnServedParse(t *testing.T) {
+func TestGateDecidesOnServedParse(t *testing.T) { synctest.Test(t, testGateDecidesOnServedParse) }
+
+func testGateDecidesOnServedParse(t *testing.T) {
 	const old = "2025-03-26"
 	e, alpha, sid := budgetedEdge(t, old, 1, 1)
 	c := http.DefaultClient
@@ -117,7 +123,9 @@ func TestGateDecidesOnServedParse(t *testing.T) {
 // A batch is charged call by call: with a budget of 2, a batch of 2 calls
 // passes and a batch of 3 does not, and the concurrency limit counts each
 // call of a batch.
-func TestBatchChargedPerCall(t *testing.T) {
+func TestBatchChargedPerCall(t *testing.T) { synctest.Test(t, testBatchChargedPerCall) }
+
+func testBatchChargedPerCall(t *testing.T) {
 	const old = "2025-03-26"
 	e, alpha, sid := budgetedEdge(t, old, 2, 4)
 	two := "[" + gateCall(1, "alpha_echo") + "," + gateCall(2, "alpha_echo") + "]"

@@ -12,14 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // rawGET opens the standalone stream of session sid; hdr adds or
@@ -185,43 +184,35 @@ func TestStuckClientDoesNotDelayOthers(t *testing.T) {
 // Exposed-name collisions are resolved the same way whatever the order of
 // the events, and reported by the admin API, the metrics and the lists.
 func TestCollisionDeterministicAndReported(t *testing.T) {
-	tool := func(name string) json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, name))
-	}
-	publish := func(f *fleet, backend string, tools ...string) {
-		f.publish(events.NewBackendAdded(time.Now(), "default", backend, events.BackendConfig{URL: "http://127.0.0.1:1/mcp"}))
-		cat := &events.Catalog{}
-		for _, n := range tools {
-			cat.Tools = append(cat.Tools, tool(n))
-		}
-		f.catalog("default", backend, cat)
-		f.health("default", backend, true)
-	}
 	var views []ViewInfo
 	for _, order := range [][]string{{"x", "x_y"}, {"x_y", "x"}} {
-		f := newFleet(t)
-		for _, backend := range order {
-			if backend == "x" {
-				publish(f, "x", "y_z")
-			} else {
-				publish(f, "x_y", "z")
+		synctest.Test(t, func(t *testing.T) {
+			e := serveMemoryEdge(t, nil)
+			for _, backend := range order { // one state each, in order
+				if backend == "x" {
+					e.up("x", "y_z")
+				} else {
+					e.up("x_y", "z")
+				}
+				e.settle()
 			}
-		}
-		e := startEdge(t, f, nil)
-		eventually(t, 20*time.Second, "both backends in the view", func() bool { return len(e.View().Tools) == 2 })
-		c := connect(t, e.MCPURL(), "2025-11-25")
-		if names := c.toolNames(t); !names["x_y_z"] || !names["x_y_z_2"] {
-			t.Fatalf("tools: %v", names)
-		}
-		var v ViewInfo
-		getJSON(t, e.AdminURL()+"/v1/view", &v)
-		if len(v.Collisions) != 1 {
-			t.Fatalf("collisions: %+v", v.Collisions)
-		}
-		if m := get(t, e.AdminURL()+"/metrics"); !strings.Contains(m, "fleetgate_edge_view_collisions 1") {
-			t.Fatalf("metrics lack the collision gauge")
-		}
-		views = append(views, v)
+			if n := len(e.View().Tools); n != 2 {
+				t.Fatalf("%d tools in the view; want both backends'", n)
+			}
+			c := connect(t, e.MCPURL(), "2025-11-25")
+			if names := c.toolNames(t); !names["x_y_z"] || !names["x_y_z_2"] {
+				t.Fatalf("tools: %v", names)
+			}
+			var v ViewInfo
+			getJSON(t, e.AdminURL()+"/v1/view", &v)
+			if len(v.Collisions) != 1 {
+				t.Fatalf("collisions: %+v", v.Collisions)
+			}
+			if m := get(t, e.AdminURL()+"/metrics"); !strings.Contains(m, "fleetgate_edge_view_collisions 1") {
+				t.Fatalf("metrics lack the collision gauge")
+			}
+			views = append(views, v)
+		})
 	}
 	c := views[0].Collisions[0]
 	if c.Backend != "x_y" || c.Original != "z" || c.KeptBy != "x" || c.Exposed != "x_y_z_2" {

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -85,12 +87,15 @@ func TestSessionLimits(t *testing.T) {
 
 // A session without a request for longer than SessionIdleTimeout is ended
 // by the sweep; one with its standalone stream open is not idle.
-func TestIdleSessionEnds(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, &Options{SessionIdleTimeout: time.Minute})
+func TestIdleSessionEnds(t *testing.T) { synctest.Test(t, testIdleSessionEnds) }
+
+func testIdleSessionEnds(t *testing.T) {
+	m := serveMemoryEdge(t, &Options{SessionIdleTimeout: time.Minute})
+	m.up("alpha", "echo")
+	m.settle()
+	e := m.Edge
 	sid := rawInitialize(t, e.MCPURL(), "")
-	fastReady(t, e, sid)
+	fastReadyNow(t, e, sid)
 	s := e.reg.Lookup(sid)
 	e.reg.Sweep(time.Now())
 	if e.reg.Lookup(sid) == nil {
@@ -107,7 +112,10 @@ func TestIdleSessionEnds(t *testing.T) {
 		t.Fatal("a session with a stream open was ended as idle")
 	}
 	client.Close() // the stream detaches
-	eventually(t, 5*time.Second, "the stream detached", func() bool { return !s.Streaming() })
+	synctest.Wait()
+	if s.Streaming() {
+		t.Fatal("the stream its client closed still attached")
+	}
 	e.reg.Sweep(later)
 	if e.reg.Lookup(sid) != nil {
 		t.Fatal("an idle session was not ended")
@@ -132,9 +140,10 @@ func TestIdleSessionEnds(t *testing.T) {
 // A backend result nested deeper than fastjson parses (300) but within the
 // one depth limit (1000) reaches the client whole on the raw call path;
 // one deeper than the limit is refused naming the backend.
-func TestDeepBackendResult(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
+func TestDeepBackendResult(t *testing.T) { synctest.Test(t, testDeepBackendResult) }
+
+func testDeepBackendResult(t *testing.T) {
+	b := demobackend.New("alpha", nil)
 	nested := func(n int) json.RawMessage {
 		return json.RawMessage(strings.Repeat("[", n) + "1" + strings.Repeat("]", n))
 	}
@@ -145,11 +154,15 @@ func TestDeepBackendResult(t *testing.T) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deep"}},
 				StructuredContent: map[string]any{"v": nested(args.N)}}, nil
 		})
-	f.healthyBackend("default", b)
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_nest"); return ok })
+	m := serveMemoryEdge(t, nil)
+	m.serveBackend(t, b)
+	m.settle()
+	e := m.Edge
+	if _, ok := e.current().Catalog.Tool("alpha_nest"); !ok {
+		t.Fatal("alpha_nest not served")
+	}
 	sid := rawInitialize(t, e.MCPURL(), "")
-	fastReady(t, e, sid)
+	fastReadyNow(t, e, sid)
 	call := func(n int) map[string]any {
 		_, _, msg := rawPost(t, e.MCPURL(), sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha_nest","arguments":{"n":%d}}}`, n, n))
 		res, _ := msg["result"].(map[string]any)

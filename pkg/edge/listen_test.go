@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,9 +29,18 @@ func postListen(t *testing.T, url, body string, hdr map[string]string) *http.Res
 // below were captured from the go-sdk v1.8.0 server), and only for the
 // kinds subscribed to.
 func TestListenStream(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	cat := demoCatalog(t, "alpha")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{Coalesce: time.Millisecond})
+		e.upCatalog("alpha", cat)
+		e.settle()
+		testListenStream(t, e)
+	})
+}
+
+// testListenStream is TestListenStream on e, serving alpha (the demo
+// backend's catalog).
+func testListenStream(t *testing.T, e *memoryEdge) {
 	tools := postListen(t, e.MCPURL(), jsontest.ListenBody("2", `{"toolsListChanged":true}`), nil)
 	prompts := postListen(t, e.MCPURL(), jsontest.ListenBody(`"p"`, `{"promptsListChanged":true,"toolsListChanged":false}`), nil)
 	for _, r := range []*http.Response{tools, prompts} {
@@ -47,9 +57,12 @@ func TestListenStream(t *testing.T) {
 	}
 	want(te, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"notifications":{"toolsListChanged":true}}}`)
 	want(pe, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"p"},"notifications":{"promptsListChanged":true}}}`)
-	eventually(t, 5*time.Second, "both streams served by the edge", func() bool { return testutil.ToFloat64(e.m.streams) == 2 })
+	synctest.Wait()
+	if n := testutil.ToFloat64(e.m.streams); n != 2 {
+		t.Fatalf("%v streams served by the edge; want both", n)
+	}
 
-	f.health("default", "alpha", false) // the demo backend has tools, prompts and resources
+	e.down("alpha") // the demo backend has tools, prompts and resources
 	want(te, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}`)
 	want(pe, `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"p"}}}`)
 	select {
@@ -63,7 +76,10 @@ func TestListenStream(t *testing.T) {
 	// The client leaving ends the stream and its session.
 	tools.Body.Close()
 	prompts.Body.Close()
-	eventually(t, 5*time.Second, "listen sessions gone", func() bool { return len(e.Sessions()) == 0 })
+	synctest.Wait()
+	if n := len(e.Sessions()); n != 0 {
+		t.Fatalf("%d sessions once the listen streams' clients left", n)
+	}
 }
 
 // Requests the go-sdk would answer otherwise are left to it.

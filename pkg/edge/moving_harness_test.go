@@ -142,7 +142,7 @@ type identityTransport struct{ user string }
 func (t identityTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set(userHeader, t.user)
-	return http.DefaultTransport.RoundTrip(r)
+	return clientTransport().RoundTrip(r)
 }
 
 // connectAs opens a 2025-11-25 session as user; noStream leaves out the

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/edge/view"
 )
 
@@ -37,17 +39,6 @@ func (c *client) callVia(t testing.TB, name string, args map[string]any) *mcp.Ca
 	return c.call(t, CallToolName, map[string]any{"tool_name": name, "arguments": args})
 }
 
-// quiet waits until edges have applied generation gen, then one more full
-// coalescing window plus margin, so that any notification a batch up to
-// gen causes has been sent.
-func quiet(t testing.TB, gen uint64, window time.Duration, edges ...*Edge) {
-	t.Helper()
-	for _, e := range edges {
-		eventually(t, 20*time.Second, "edge at the last generation", func() bool { return e.confirmed.Load() >= gen })
-	}
-	time.Sleep(2*window + 50*time.Millisecond)
-}
-
 func optimizerOpts(window time.Duration, pinned ...string) *Options {
 	return &Options{Mode: ModeOptimizer, Coalesce: window, PinnedTools: pinned, CallTimeout: 10 * time.Second}
 }
@@ -60,58 +51,82 @@ func optimizerOpts(window time.Duration, pinned ...string) *Options {
 func TestOptimizerRecoveryWithoutListChanged(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
-			const window = 100 * time.Millisecond
-			f := newFleet(t)
-			b := startBackend(t, "alpha", nil)
-			f.add("default", b)
-			f.catalog("default", "alpha", listCatalog(t, b))
-			f.health("default", "alpha", false)
-			e := startEdge(t, f, optimizerOpts(window))
-			pass := startEdge(t, f, &Options{Coalesce: window})
-			c := connect(t, e.MCPURL(), v.version)
-			control := connect(t, pass.MCPURL(), v.version)
-
-			if names := c.toolNames(t); len(names) != 2 || !names[FindToolName] || !names[CallToolName] {
-				t.Fatalf("advertised tools: %v", names)
-			}
-			if got := c.find(t, "echo text", 0); len(got.Tools) != 0 || got.CatalogTools != 0 {
-				t.Fatalf("find_tool while alpha is down: %+v", got)
-			}
-			res := c.callVia(t, "alpha_echo", map[string]any{"text": "hi"})
-			if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) {
-				t.Fatalf("call_tool while alpha is down: isError=%v %q", res.IsError, text(res))
-			}
-
-			f.health("default", "alpha", true)
-			eventually(t, 20*time.Second, "find_tool sees alpha_echo", func() bool { return c.finds(t, "echo text", "alpha_echo") })
-			if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "hi"})); got != "alpha: hi" {
-				t.Fatalf("call_tool alpha_echo = %q", got)
-			}
-			// More view swaps on the same session: down, up again.
-			f.health("default", "alpha", false)
-			eventually(t, 20*time.Second, "alpha_echo gone", func() bool { return !c.finds(t, "echo text", "alpha_echo") })
-			// The control session hears of the removal before alpha is
-			// back: flips closer than the coalescing window would be one
-			// batch that changes nothing.
-			control.waitChanged(t, 2, 20*time.Second)
-			last := f.health("default", "alpha", true)
-			eventually(t, 20*time.Second, "alpha_echo back", func() bool { return c.finds(t, "echo text", "alpha_echo") })
-			if got := text(c.callVia(t, "alpha_add", map[string]any{"a": 2, "b": 3})); got != "5" {
-				t.Fatalf("call_tool alpha_add = %q", got)
-			}
-
-			control.waitChanged(t, 1, 20*time.Second)
-			quiet(t, last, window, e, pass)
-			if n := c.changed.Load(); n != 0 {
-				t.Fatalf("optimizer session got %d tools/list_changed, want 0", n)
-			}
-			if n := control.changed.Load(); n < 2 {
-				t.Fatalf("passthrough control session got %d tools/list_changed, want at least 2", n)
-			}
-			if names := c.toolNames(t); len(names) != 2 {
-				t.Fatalf("advertised tools changed: %v", names)
-			}
+			synctest.Test(t, func(t *testing.T) { testOptimizerRecoveryWithoutListChanged(t, v.version) })
 		})
+	}
+}
+
+// testOptimizerRecoveryWithoutListChanged is
+// TestOptimizerRecoveryWithoutListChanged on protocol version, in the
+// bubble of t.
+func testOptimizerRecoveryWithoutListChanged(t *testing.T, version string) {
+	const window = 100 * time.Millisecond
+	e := serveMemoryEdge(t, optimizerOpts(window))
+	e.serveBackend(t, demobackend.New("alpha", nil))
+	pass := e.net.serveEdge(t, &Options{Coalesce: window})
+	pass.upCatalog("alpha", e.fleet.backends["alpha"].Catalog)
+	// health publishes alpha's health on both edges' sources (one log)
+	// and lets the window pass.
+	health := func(up bool) {
+		for _, m := range []*memoryEdge{e, pass} {
+			if up {
+				m.up("alpha")
+			} else {
+				m.down("alpha")
+			}
+		}
+		e.settle()
+	}
+	health(false)
+	c := connect(t, e.MCPURL(), version)
+	control := connect(t, pass.MCPURL(), version)
+
+	if names := c.toolNames(t); len(names) != 2 || !names[FindToolName] || !names[CallToolName] {
+		t.Fatalf("advertised tools: %v", names)
+	}
+	if got := c.find(t, "echo text", 0); len(got.Tools) != 0 || got.CatalogTools != 0 {
+		t.Fatalf("find_tool while alpha is down: %+v", got)
+	}
+	res := c.callVia(t, "alpha_echo", map[string]any{"text": "hi"})
+	if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) {
+		t.Fatalf("call_tool while alpha is down: isError=%v %q", res.IsError, text(res))
+	}
+
+	health(true)
+	if !c.finds(t, "echo text", "alpha_echo") {
+		t.Fatal("find_tool does not see alpha_echo once alpha recovered")
+	}
+	if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "hi"})); got != "alpha: hi" {
+		t.Fatalf("call_tool alpha_echo = %q", got)
+	}
+	// More view swaps on the same session: down, up again.
+	health(false)
+	if c.finds(t, "echo text", "alpha_echo") {
+		t.Fatal("find_tool sees alpha_echo once alpha is down again")
+	}
+	// The control session hears of the removal before alpha is back.
+	if n := control.changed.Load(); n < 2 {
+		t.Fatalf("passthrough control session got %d tools/list_changed for two changes, want 2", n)
+	}
+	health(true)
+	if !c.finds(t, "echo text", "alpha_echo") {
+		t.Fatal("find_tool does not see alpha_echo once alpha is back")
+	}
+	if got := text(c.callVia(t, "alpha_add", map[string]any{"a": 2, "b": 3})); got != "5" {
+		t.Fatalf("call_tool alpha_add = %q", got)
+	}
+
+	// Two more windows: nothing may arrive late.
+	time.Sleep(2 * window)
+	synctest.Wait()
+	if n := c.changed.Load(); n != 0 {
+		t.Fatalf("optimizer session got %d tools/list_changed, want 0", n)
+	}
+	if n := control.changed.Load(); n < 3 {
+		t.Fatalf("passthrough control session got %d tools/list_changed for three changes, want 3", n)
+	}
+	if names := c.toolNames(t); len(names) != 2 {
+		t.Fatalf("advertised tools changed: %v", names)
 	}
 }
 
@@ -120,44 +135,48 @@ func TestOptimizerRecoveryWithoutListChanged(t *testing.T) {
 func TestOptimizerDeadBackendVanishes(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
-			f := newFleet(t)
-			a := startBackend(t, "alpha", nil)
-			bb := startBackend(t, "beta", nil)
-			f.healthyBackend("default", a)
-			f.healthyBackend("default", bb)
-			e := startEdge(t, f, optimizerOpts(50*time.Millisecond))
-			c := connect(t, e.MCPURL(), v.version)
-			got := c.find(t, "echo text", 0)
-			if !slices.Contains(resultNames(got), "alpha_echo") || !slices.Contains(resultNames(got), "beta_echo") || got.CatalogTools != 4 {
-				t.Fatalf("find_tool: %+v", got)
-			}
-			if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "x"})); got != "alpha: x" {
-				t.Fatalf("call_tool alpha_echo = %q", got)
-			}
-			a.Stop()
-			f.health("default", "alpha", false)
-			eventually(t, 20*time.Second, "alpha's tools gone from find_tool", func() bool {
-				r := c.find(t, "echo text add numbers", 0)
-				return r.CatalogTools == 2 && !slices.ContainsFunc(resultNames(r), func(n string) bool { return strings.HasPrefix(n, "alpha_") })
-			})
-			res := c.callVia(t, "alpha_echo", map[string]any{"text": "x"})
-			if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) || !strings.Contains(text(res), "find_tool") {
-				t.Fatalf("call_tool of the dead backend's tool: isError=%v %q", res.IsError, text(res))
-			}
-			if got := text(c.callVia(t, "beta_echo", map[string]any{"text": "y"})); got != "beta: y" {
-				t.Fatalf("call_tool beta_echo = %q", got)
-			}
-			// Bad meta-tool arguments are isError results naming the problem.
-			if res := c.call(t, FindToolName, map[string]any{"query": " "}); !res.IsError || !strings.Contains(text(res), `"query"`) {
-				t.Fatalf("find_tool with an empty query: isError=%v %q", res.IsError, text(res))
-			}
-			if res := c.call(t, FindToolName, map[string]any{"query": "echo", "limit": 0}); !res.IsError || !strings.Contains(text(res), `"limit"`) {
-				t.Fatalf("find_tool with limit 0: isError=%v %q", res.IsError, text(res))
-			}
-			if res := c.call(t, CallToolName, map[string]any{"arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), `"tool_name"`) {
-				t.Fatalf("call_tool without tool_name: isError=%v %q", res.IsError, text(res))
-			}
+			synctest.Test(t, func(t *testing.T) { testOptimizerDeadBackendVanishes(t, v.version) })
 		})
+	}
+}
+
+// testOptimizerDeadBackendVanishes is TestOptimizerDeadBackendVanishes on
+// protocol version, in the bubble of t.
+func testOptimizerDeadBackendVanishes(t *testing.T, version string) {
+	e := serveMemoryEdge(t, optimizerOpts(50*time.Millisecond))
+	e.serveBackend(t, demobackend.New("alpha", nil))
+	e.serveBackend(t, demobackend.New("beta", nil))
+	e.settle()
+	c := connect(t, e.MCPURL(), version)
+	got := c.find(t, "echo text", 0)
+	if !slices.Contains(resultNames(got), "alpha_echo") || !slices.Contains(resultNames(got), "beta_echo") || got.CatalogTools != 4 {
+		t.Fatalf("find_tool: %+v", got)
+	}
+	if got := text(c.callVia(t, "alpha_echo", map[string]any{"text": "x"})); got != "alpha: x" {
+		t.Fatalf("call_tool alpha_echo = %q", got)
+	}
+	e.stopBackend("alpha")
+	e.down("alpha")
+	e.settle()
+	if r := c.find(t, "echo text add numbers", 0); r.CatalogTools != 2 || slices.ContainsFunc(resultNames(r), func(n string) bool { return strings.HasPrefix(n, "alpha_") }) {
+		t.Fatalf("find_tool once alpha is down: %+v; want beta's 2 tools only", r)
+	}
+	res := c.callVia(t, "alpha_echo", map[string]any{"text": "x"})
+	if !res.IsError || !strings.Contains(text(res), `"alpha_echo"`) || !strings.Contains(text(res), "find_tool") {
+		t.Fatalf("call_tool of the dead backend's tool: isError=%v %q", res.IsError, text(res))
+	}
+	if got := text(c.callVia(t, "beta_echo", map[string]any{"text": "y"})); got != "beta: y" {
+		t.Fatalf("call_tool beta_echo = %q", got)
+	}
+	// Bad meta-tool arguments are isError results naming the problem.
+	if res := c.call(t, FindToolName, map[string]any{"query": " "}); !res.IsError || !strings.Contains(text(res), `"query"`) {
+		t.Fatalf("find_tool with an empty query: isError=%v %q", res.IsError, text(res))
+	}
+	if res := c.call(t, FindToolName, map[string]any{"query": "echo", "limit": 0}); !res.IsError || !strings.Contains(text(res), `"limit"`) {
+		t.Fatalf("find_tool with limit 0: isError=%v %q", res.IsError, text(res))
+	}
+	if res := c.call(t, CallToolName, map[string]any{"arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), `"tool_name"`) {
+		t.Fatalf("call_tool without tool_name: isError=%v %q", res.IsError, text(res))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
+	"github.com/fleetgate/fleetgate/proto/eventspb"
 )
 
 // memorySource is a planner.Memory as the edge's source: nothing to run.
@@ -35,12 +36,12 @@ type memoryEdge struct {
 	*Edge
 	src   *planner.Memory
 	fleet *memoryFleet
+	net   *memNet // its listeners' network (serveMemoryEdge); nil if not served
 }
 
-// startMemoryEdge makes the edge of o over an in-memory source holding
-// the fleet's first state, runs its resync loop until the test ends, and
-// waits for it to be ready. Call it inside a synctest bubble.
-func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
+// newMemoryEdge makes the edge of o over an in-memory source holding the
+// fleet's first state, not yet caught up nor run.
+func newMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	t.Helper()
 	opts := Options{}
 	if o != nil {
@@ -53,6 +54,16 @@ func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &memoryEdge{Edge: e, src: src, fleet: fl}
+}
+
+// startMemoryEdge makes the edge of o over an in-memory source holding
+// the fleet's first state, runs its resync loop until the test ends, and
+// waits for it to be ready. Call it inside a synctest bubble.
+func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
+	t.Helper()
+	m := newMemoryEdge(t, o)
+	e := m.Edge
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -67,12 +78,12 @@ func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 		e.calls.Close()
 		e.hj.Wait()
 	})
-	src.MarkCaughtUp()
+	m.src.MarkCaughtUp()
 	synctest.Wait()
 	if !e.Ready() {
 		t.Fatal("edge not ready once its source caught up")
 	}
-	return &memoryEdge{Edge: e, src: src, fleet: fl}
+	return m
 }
 
 // up makes backend name advertisable with tools (none: its last ones;
@@ -87,6 +98,29 @@ func (m *memoryEdge) down(name string) uint64 {
 	return m.publish(m.withBackend(m.next(), name, false, nil))
 }
 
+// publishEvent makes st the source's state, noting ev (its event, of
+// the edge's group) first, as the event log's reader does.
+func (m *memoryEdge) publishEvent(st *events.State, ev *eventspb.Event) uint64 {
+	ev.Generation = st.Generation
+	m.onEvent("", ev)
+	m.src.Set(st)
+	return st.Generation
+}
+
+// upCatalog makes backend name advertisable with catalog c and publishes
+// the state.
+func (m *memoryEdge) upCatalog(name string, c *events.Catalog) uint64 {
+	m.fleet.backends[name] = &events.Backend{Catalog: c}
+	return m.up(name)
+}
+
+// demoCatalog is the catalog a demo backend named name lists (tools,
+// prompts and resources), listed over HTTP: call it outside the bubble.
+func demoCatalog(t *testing.T, name string) *events.Catalog {
+	t.Helper()
+	return listCatalog(t, startBackend(t, name, nil))
+}
+
 // settle lets every batch due be applied: a window's time passes (the
 // bubble's clock), and the loop is idle again.
 func (m *memoryEdge) settle() {
@@ -98,8 +132,11 @@ func (m *memoryEdge) settle() {
 // policy.
 func (m *memoryEdge) next() *events.State { return m.fleet.next(m.src.State()) }
 
-// publish makes st the source's state and returns its generation.
+// publish makes st the source's state and returns its generation,
+// noting its event (one of the edge's group, read now) first, as the
+// event log's reader does.
 func (m *memoryEdge) publish(st *events.State) uint64 {
+	m.loop.Note(planner.Event{Generation: st.Generation, At: time.Now()})
 	m.src.Set(st)
 	return st.Generation
 }
@@ -111,6 +148,9 @@ func (m *memoryEdge) withBackend(st *events.State, name string, adv bool, tools 
 		Config: events.BackendConfig{URL: "http://" + name + ".test/mcp"}}
 	if old := m.fleet.backends[name]; old != nil {
 		b.Catalog = old.Catalog
+		if old.Config.URL != "" { // its configuration as last published (headers, auth)
+			b.Config = old.Config
+		}
 	}
 	if tools != nil || b.Catalog == nil {
 		c := &events.Catalog{Digest: name + fmt.Sprint(tools)}
@@ -136,6 +176,14 @@ func (m *memoryEdge) otherGroup() uint64 {
 	st := m.next()
 	st.Groups = maps.Clone(st.Groups)
 	st.Groups["other"] = &events.Group{Name: "other", Backends: map[string]*events.Backend{}}
+	m.src.Set(st) // an event of another group: not noted
+	return st.Generation
+}
+
+// setPolicy publishes a state with the tool policy sec.
+func (m *memoryEdge) setPolicy(sec *policy.Section) uint64 {
+	st := m.next()
+	st.Authorization = &events.Authorization{Section: sec, Generation: st.Generation}
 	return m.publish(st)
 }
 

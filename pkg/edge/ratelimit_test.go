@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 	"github.com/fleetgate/fleetgate/pkg/ratelimit"
 )
@@ -37,17 +39,23 @@ func limitedPost(t *testing.T, e *Edge, sid, user, tool string) (int, string) {
 // The policy's rate limits: an identity over its request rate gets 429
 // with Retry-After and another identity is not slowed; a tool budget
 // shared by all callers limits that tool only.
-func TestRateLimits(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	f.healthyBackend("default", startBackend(t, "beta", nil))
-	e := startEdge(t, f, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
-	eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("beta_echo"); return ok })
+func TestRateLimits(t *testing.T) { synctest.Test(t, testRateLimits) }
+
+func testRateLimits(t *testing.T) {
+	m := serveMemoryEdge(t, &Options{IdentityHeader: userHeader, CallTimeout: 10 * time.Second})
+	m.serveBackend(t, demobackend.New("alpha", nil))
+	m.serveBackend(t, demobackend.New("beta", nil))
+	m.settle()
+	e := m.Edge
+	if _, ok := e.current().Catalog.Tool("beta_echo"); !ok {
+		t.Fatal("beta_echo not served")
+	}
 	alice, bob := rawInitialize(t, e.MCPURL(), "alice"), rawInitialize(t, e.MCPURL(), "bob")
-	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{
+	m.setPolicy(&policy.Section{RateLimits: &ratelimit.Limits{
 		Identity: &ratelimit.IdentityLimits{RequestsPerSecond: 0.01, Burst: 3},
 		Tools:    []ratelimit.ToolRule{{Name: "beta-budget", Tools: []string{"beta_*"}, RequestsPerSecond: 0.01, Burst: 1}},
-	}}, e)
+	}})
+	m.settle()
 	for i := range 3 {
 		if code, _ := limitedPost(t, e, alice, "alice", "alpha_echo"); code != http.StatusOK {
 			t.Fatalf("alice's call %d within her burst: %d", i, code)
@@ -76,11 +84,16 @@ func TestRateLimits(t *testing.T) {
 // Failed authentications from one client address are slowed: past the
 // budget, even a good token is refused 429 before it is verified.
 func TestFailedAuthSlowed(t *testing.T) {
-	f := newFleet(t)
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, nil)
-	setPolicy(t, f, &policy.Section{RateLimits: &ratelimit.Limits{
-		FailedAuth: &ratelimit.FailedAuthLimits{PerAddressPerMinute: 1, Burst: 2}}}, e)
+	synctest.Test(t, func(t *testing.T) { testFailedAuthSlowed(t, iss) })
+}
+
+func testFailedAuthSlowed(t *testing.T, iss *issuertest.Issuer) {
+	m := serveMemoryEdge(t, &Options{CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+	m.setPolicy(&policy.Section{RateLimits: &ratelimit.Limits{
+		FailedAuth: &ratelimit.FailedAuthLimits{PerAddressPerMinute: 1, Burst: 2}}})
+	m.settle()
+	e := m.Edge
 	good := iss.Mint(iss.Claims("alice", e.MCPURL()))
 	if res := postWithToken(t, e.MCPURL(), "", good, initBody); res.StatusCode != http.StatusOK {
 		t.Fatalf("good token: %d", res.StatusCode)

@@ -2,145 +2,18 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/fleetgate/fleetgate/pkg/events"
 )
-
-// startAskingBackend serves, as backend name, the tools that send what a
-// backend may send during a call: progress, log messages, and requests
-// to the client (sampling, elicitation, roots). It is published healthy
-// in group default of f.
-func startAskingBackend(t testing.TB, f *fleet, name string) {
-	startAskingBackendWith(t, f, name, &atomic.Value{})
-}
-
-// startAskingBackendWith is startAskingBackend noting in unsubscribed the
-// URI of the last resources/unsubscribe it got.
-func startAskingBackendWith(t testing.TB, f *fleet, name string, unsubscribed *atomic.Value) (url string) {
-	t.Helper()
-	var srv *mcp.Server
-	srv = mcp.NewServer(&mcp.Implementation{Name: name}, &mcp.ServerOptions{
-		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
-			unsubscribed.Store(r.Params.URI)
-			return nil
-		},
-		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			if req.Params.Ref.Type != "ref/prompt" || req.Params.Ref.Name != "greet" || req.Params.Argument.Name != "name" {
-				return nil, fmt.Errorf("completion of %+v", req.Params.Ref)
-			}
-			var vals []string
-			for _, v := range []string{"ada", "alan", "grace"} {
-				if strings.HasPrefix(v, req.Params.Argument.Value) {
-					vals = append(vals, v)
-				}
-			}
-			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vals, Total: len(vals)}}, nil
-		}})
-	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
-		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["name"]}}}}, nil
-		})
-	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			tok := req.Params.GetProgressToken()
-			for i := 1; i <= 3; i++ {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3,
-					Message: fmt.Sprintf("step %d", i)}); err != nil {
-					return nil, err
-				}
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("token %v", tok)}}}, nil
-		})
-	srv.AddTool(&mcp.Tool{Name: "logs", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			for _, l := range []mcp.LoggingLevel{"debug", "info", "warning"} {
-				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: name, Data: "a " + string(l) + " message"}); err != nil {
-					return nil, err
-				}
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
-		})
-	srv.AddTool(&mcp.Tool{Name: "sample", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
-				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
-			if err != nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling: " + err.Error()}}}, nil
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "model " + res.Model + ": " + res.Content.(*mcp.TextContent).Text}}}, nil
-		})
-	srv.AddTool(&mcp.Tool{Name: "elicit", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
-			if err != nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation: " + err.Error()}}}, nil
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + " " + fmt.Sprint(res.Content["name"])}}}, nil
-		})
-	srv.AddTool(&mcp.Tool{Name: "roots", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, err := req.Session.ListRoots(ctx, nil)
-			if err != nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "roots: " + err.Error()}}}, nil
-			}
-			var uris []string
-			for _, r := range res.Roots {
-				uris = append(uris, r.URI)
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "roots " + strings.Join(uris, ",")}}}, nil
-		})
-	srv.AddResource(&mcp.Resource{URI: "res://counter", Name: "counter", MIMEType: "text/plain"},
-		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "res://counter", Text: "1"}}}, nil
-		})
-	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "res://items/{id}", Name: "item", MIMEType: "text/plain"},
-		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "item at " + r.Params.URI}}}, nil
-		})
-	srv.AddTool(&mcp.Tool{Name: "bump", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "res://counter"}); err != nil {
-				return nil, err
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "bumped"}}}, nil
-		})
-	// tick sends one progress notification carrying the time it was
-	// sent; sampletime returns how long its sampling request took.
-	srv.AddTool(&mcp.Tool{Name: "tick", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(),
-				Progress: 1, Message: strconv.FormatInt(time.Now().UnixNano(), 10)})
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ticked"}}}, err
-		})
-	srv.AddTool(&mcp.Tool{Name: "sampletime", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			start := time.Now()
-			_, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
-				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.FormatInt(int64(time.Since(start)), 10)}}}, err
-		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	cfg := events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}
-	f.publish(events.NewBackendAdded(time.Now(), "default", name, cfg))
-	f.catalog("default", name, listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}))
-	f.health("default", name, true)
-	return hs.URL
-}
 
 // askedClient is a session-based client that answers sampling,
 // elicitation and roots, and keeps the progress and log messages it hears.
@@ -233,39 +106,54 @@ func (c *askedClient) call(t testing.TB, name string, meta mcp.Meta) *mcp.CallTo
 // client that made it, through the edge, and the client's answers reach
 // the backend; a client without the capability is answered at once.
 func TestRelayDuringCall(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	e := startEdge(t, f, nil)
-	url := e.MCPURL()
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
-
-	capable := connectAsked(t, url, true)
-	t.Run("progress", func(t *testing.T) {
+	// sub runs f in a bubble of its own, on an edge serving the asking
+	// backend at url.
+	sub := func(name string, f func(t *testing.T, url string)) {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := serveMemoryEdge(t, nil)
+				e.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+				e.settle()
+				if n := len(e.current().Catalog.Tools); n != 8 {
+					t.Fatalf("%d tools served; want ask's 8", n)
+				}
+				f(t, e.MCPURL())
+			})
+		})
+	}
+	sub("progress", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		res := capable.call(t, "ask_progress", mcp.Meta{"progressToken": "tok-1"})
 		if text(res) != "token tok-1" {
 			t.Fatalf("backend saw %q, want the client's token", text(res))
 		}
-		eventually(t, 5*time.Second, "three progress notifications", func() bool { p, _ := capable.heard(); return len(p) == 3 })
+		synctest.Wait()
+		if p, _ := capable.heard(); len(p) != 3 {
+			t.Fatalf("progress heard: %v; want three notifications", p)
+		}
 		if p, _ := capable.heard(); p[0] != "tok-1:1/3" || p[2] != "tok-1:3/3" {
 			t.Fatalf("progress heard: %v", p)
 		}
 	})
-	t.Run("sampling", func(t *testing.T) {
+	sub("sampling", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if got := text(capable.call(t, "ask_sample", nil)); got != "model test-model: hi from the client (say hi)" {
 			t.Fatalf("sampling result %q", got)
 		}
 	})
-	t.Run("elicitation", func(t *testing.T) {
+	sub("elicitation", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if got := text(capable.call(t, "ask_elicit", nil)); got != "accept ada" {
 			t.Fatalf("elicitation result %q", got)
 		}
 	})
-	t.Run("roots", func(t *testing.T) {
+	sub("roots", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if got := text(capable.call(t, "ask_roots", nil)); got != "roots file:///work" {
 			t.Fatalf("roots result %q", got)
 		}
 	})
-	t.Run("logging", func(t *testing.T) {
+	sub("logging", func(t *testing.T, url string) {
 		lc := connectAsked(t, url, false)
 		lc.call(t, "ask_logs", nil)
 		if _, logs := lc.heard(); len(logs) != 0 {
@@ -277,12 +165,16 @@ func TestRelayDuringCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		lc.call(t, "ask_logs", nil)
-		eventually(t, 5*time.Second, "two log messages", func() bool { _, l := lc.heard(); return len(l) == 2 })
+		synctest.Wait()
+		if _, logs := lc.heard(); len(logs) != 2 {
+			t.Fatalf("logs heard at level info: %v; want two", logs)
+		}
 		if _, logs := lc.heard(); logs[0] != "info" || logs[1] != "warning" {
 			t.Fatalf("logs at level info: %v", logs)
 		}
 	})
-	t.Run("completion", func(t *testing.T) {
+	sub("completion", func(t *testing.T, url string) {
+		capable := connectAsked(t, url, true)
 		if caps := capable.cs.InitializeResult().Capabilities; caps.Completions == nil || caps.Logging == nil {
 			t.Fatalf("edge capabilities %+v: want completions and logging", caps)
 		}
@@ -301,7 +193,7 @@ func TestRelayDuringCall(t *testing.T) {
 			t.Fatalf("completion of an unknown prompt: %v", err)
 		}
 	})
-	t.Run("incapable", func(t *testing.T) {
+	sub("incapable", func(t *testing.T, url string) {
 		plain := connectAsked(t, url, false)
 		for _, tool := range []string{"ask_sample", "ask_elicit"} {
 			start := time.Now()
@@ -362,73 +254,17 @@ func TestMovedSessionKeepsLevelAndSubscriptions(t *testing.T) {
 	}
 }
 
-// A client subscribed to a backend's resource hears its updates through
-// the edge, and only it; after it unsubscribes, the edge's subscription
-// on the backend ends too.
-func TestResourceSubscription(t *testing.T) {
-	f := newFleet(t)
-	var unsubscribed atomic.Value
-	startAskingBackendWith(t, f, "ask", &unsubscribed)
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
-	a, b := connectAsked(t, e.MCPURL(), false), connectAsked(t, e.MCPURL(), false)
-	if caps := a.cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
-		t.Fatalf("edge capabilities %+v: want resources.subscribe", caps.Resources)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := a.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://nope"}); err == nil {
-		t.Fatal("subscribed to a resource no backend serves")
-	}
-	// A 2026-07-28 client subscribes on a subscriptions/listen stream.
-	var newUpdates atomic.Int64
-	c26 := mcp.NewClient(&mcp.Implementation{Name: "listener"}, &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			if r.Params.URI == "res://counter" {
-				newUpdates.Add(1)
-			}
-		}})
-	cs26, err := c26.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.MCPURL(), MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs26.Close()
-	if err := cs26.Subscribe(ctx, &mcp.SubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "the listen stream's subscription", func() bool {
-		return e.calls.Subscribers("ask", "", "res://counter") == 2
-	})
-	b.call(t, "ask_bump", nil)
-	eventually(t, 5*time.Second, "the update", func() bool { return len(a.updatesHeard()) == 1 })
-	eventually(t, 5*time.Second, "the update on the listen stream", func() bool { return newUpdates.Load() == 1 })
-	if err := cs26.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := a.updatesHeard(); got[0] != "res://counter" {
-		t.Fatalf("updates heard: %v", got)
-	}
-	if err := a.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "res://counter"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "the backend unsubscribed", func() bool { u, _ := unsubscribed.Load().(string); return u == "res://counter" })
-	b.call(t, "ask_bump", nil)
-	b.call(t, "ask_bump", nil)
-	if got := b.updatesHeard(); len(got) != 0 {
-		t.Fatalf("a client that never subscribed heard %v", got)
-	}
-}
-
 // A backend's resource templates are listed through the edge, and a read
 // of a URI that expands one goes to that backend.
-func TestResourceTemplates(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+func TestResourceTemplates(t *testing.T) { synctest.Test(t, testResourceTemplates) }
+
+func testResourceTemplates(t *testing.T) {
+	e := serveMemoryEdge(t, nil)
+	e.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+	e.settle()
+	if n := len(e.current().Catalog.Tools); n != 8 {
+		t.Fatalf("%d tools served; want ask's 8", n)
+	}
 	c := connectAsked(t, e.MCPURL(), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

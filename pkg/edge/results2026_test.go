@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/fleetgate/fleetgate/pkg/events"
 )
 
 // newMeta is the _meta a go-sdk client of the 2026-07-28 revision sends
@@ -45,12 +44,20 @@ func newRequest(id int, method, meta, params string) string {
 // resources/read, a tools/call the fast path does not take), on an edge
 // with the fast path and on one without.
 func TestResultTypeOnNewProtocol(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	fast := startEdge(t, f, nil)
-	sdk := startEdge(t, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
-	for _, e := range []*Edge{fast, sdk} {
-		eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+	// edge serves the asking backend on the edge named ("fast": with the
+	// fast path, "go-sdk": without), in the bubble of t.
+	edge := func(t *testing.T, name string) *Edge {
+		o := &Options{CallTimeout: 10 * time.Second}
+		if name == "go-sdk" {
+			o.paths = pathSwitches{goSDKStateless: true}
+		}
+		e := serveMemoryEdge(t, o)
+		e.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+		e.settle()
+		if n := len(e.current().Catalog.Tools); n != 8 {
+			t.Fatalf("%d tools served; want ask's 8", n)
+		}
+		return e.Edge
 	}
 	for _, tc := range []struct {
 		name, method, mcpName, meta, params string
@@ -67,21 +74,24 @@ func TestResultTypeOnNewProtocol(t *testing.T) {
 		{"resources/list", "resources/list", "", "", ``},
 		{"resources/templates/list", "resources/templates/list", "", "", ``},
 	} {
-		for name, e := range map[string]*Edge{"fast": fast, "go-sdk": sdk} {
+		for _, name := range []string{"fast", "go-sdk"} {
 			t.Run(tc.name+" "+name, func(t *testing.T) {
-				body := newRequest(7, tc.method, tc.meta, tc.params)
-				hdr := map[string]string{"Mcp-Method": tc.method}
-				if tc.mcpName != "" {
-					hdr["Mcp-Name"] = tc.mcpName
-				}
-				code, _, msg := statelessPost(t, e.MCPURL(), body, hdr)
-				res, _ := msg["result"].(map[string]any)
-				if code != 200 || res == nil {
-					t.Fatalf("HTTP %d, message %v", code, msg)
-				}
-				if res["resultType"] != "complete" {
-					t.Fatalf("resultType %v, want complete; result %v", res["resultType"], res)
-				}
+				synctest.Test(t, func(t *testing.T) {
+					e := edge(t, name)
+					body := newRequest(7, tc.method, tc.meta, tc.params)
+					hdr := map[string]string{"Mcp-Method": tc.method}
+					if tc.mcpName != "" {
+						hdr["Mcp-Name"] = tc.mcpName
+					}
+					code, _, msg := statelessPost(t, e.MCPURL(), body, hdr)
+					res, _ := msg["result"].(map[string]any)
+					if code != 200 || res == nil {
+						t.Fatalf("HTTP %d, message %v", code, msg)
+					}
+					if res["resultType"] != "complete" {
+						t.Fatalf("resultType %v, want complete; result %v", res["resultType"], res)
+					}
+				})
 			})
 		}
 	}
@@ -127,7 +137,16 @@ func TestUnsupportedVersionIsJSONRPC(t *testing.T) {
 // message and data and HTTP 400, on the fast path and the go-sdk's; a
 // session-based client still gets an isError result naming the backend.
 func TestMissingCapabilityPassesThrough(t *testing.T) {
-	f := newFleet(t)
+	for _, name := range []string{"fast", "go-sdk"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testMissingCapabilityPassesThrough(t, name) })
+		})
+	}
+}
+
+// needyServer is a backend whose tool and prompt refuse a client without
+// sampling and elicitation.
+func needyServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "needy"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -138,41 +157,47 @@ func TestMissingCapabilityPassesThrough(t *testing.T) {
 		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "elicitation capability required but not declared by client",
 			Data: json.RawMessage(`{"requiredCapabilities":{"elicitation":{}}}`)}
 	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	f.publish(events.NewBackendAdded(time.Now(), "default", "needy", events.BackendConfig{URL: hs.URL, Transport: "streamable-http"}))
-	f.catalog("default", "needy", listCatalogVia(t, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}))
-	f.health("default", "needy", true)
-	fast := startEdge(t, f, nil)
-	sdk := startEdge(t, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
-	for name, e := range map[string]*Edge{"fast": fast, "go-sdk": sdk} {
-		eventually(t, 10*time.Second, "tool and prompt served", func() bool {
-			_, ok := e.current().Catalog.Tool("needy_needs_sampling")
-			_, pok := e.current().Catalog.Prompt("needy_needs_elicitation")
-			return ok && pok
-		})
-		t.Run(name, func(t *testing.T) {
-			body := newRequest(401, "tools/call", "", `"name":"needy_needs_sampling","arguments":{}`)
-			code, _, msg := statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Name": "needy_needs_sampling"})
-			rpcErr, _ := msg["error"].(map[string]any)
-			if code != http.StatusBadRequest || rpcErr == nil || rpcErr["code"] != float64(-32021) || msg["id"] != float64(401) {
-				t.Fatalf("HTTP %d, message %v: want 400 and error -32021", code, msg)
-			}
-			data, _ := json.Marshal(rpcErr["data"])
-			if string(data) != `{"requiredCapabilities":{"sampling":{}}}` || !strings.Contains(fmt.Sprint(rpcErr["message"]), "sampling capability required") {
-				t.Fatalf("error %v: want the backend's message and data", rpcErr)
-			}
-			// prompts/get (the go-sdk's path on either edge) the same.
-			body = newRequest(402, "prompts/get", "", `"name":"needy_needs_elicitation"`)
-			code, _, msg = statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Method": "prompts/get", "Mcp-Name": "needy_needs_elicitation"})
-			rpcErr, _ = msg["error"].(map[string]any)
-			data, _ = json.Marshal(rpcErr["data"])
-			if code != http.StatusBadRequest || rpcErr["code"] != float64(-32021) || string(data) != `{"requiredCapabilities":{"elicitation":{}}}` {
-				t.Fatalf("prompts/get: HTTP %d, message %v: want 400 and the backend's -32021", code, msg)
-			}
-		})
+	return srv
+}
+
+// testMissingCapabilityPassesThrough is TestMissingCapabilityPassesThrough
+// on the edge named ("fast": with the fast path, "go-sdk": without).
+func testMissingCapabilityPassesThrough(t *testing.T, name string) {
+	o := &Options{CallTimeout: 10 * time.Second}
+	if name == "go-sdk" {
+		o.paths = pathSwitches{goSDKStateless: true}
 	}
-	c := connect(t, fast.MCPURL(), "2025-11-25")
+	m := serveMemoryEdge(t, o)
+	m.serveServer(t, "needy", needyServer())
+	m.settle()
+	e := m.Edge
+	_, ok := e.current().Catalog.Tool("needy_needs_sampling")
+	_, pok := e.current().Catalog.Prompt("needy_needs_elicitation")
+	if !ok || !pok {
+		t.Fatal("needy's tool and prompt not served")
+	}
+	body := newRequest(401, "tools/call", "", `"name":"needy_needs_sampling","arguments":{}`)
+	code, _, msg := statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Name": "needy_needs_sampling"})
+	rpcErr, _ := msg["error"].(map[string]any)
+	if code != http.StatusBadRequest || rpcErr == nil || rpcErr["code"] != float64(-32021) || msg["id"] != float64(401) {
+		t.Fatalf("HTTP %d, message %v: want 400 and error -32021", code, msg)
+	}
+	data, _ := json.Marshal(rpcErr["data"])
+	if string(data) != `{"requiredCapabilities":{"sampling":{}}}` || !strings.Contains(fmt.Sprint(rpcErr["message"]), "sampling capability required") {
+		t.Fatalf("error %v: want the backend's message and data", rpcErr)
+	}
+	// prompts/get (the go-sdk's path on either edge) the same.
+	body = newRequest(402, "prompts/get", "", `"name":"needy_needs_elicitation"`)
+	code, _, msg = statelessPost(t, e.MCPURL(), body, map[string]string{"Mcp-Method": "prompts/get", "Mcp-Name": "needy_needs_elicitation"})
+	rpcErr, _ = msg["error"].(map[string]any)
+	data, _ = json.Marshal(rpcErr["data"])
+	if code != http.StatusBadRequest || rpcErr["code"] != float64(-32021) || string(data) != `{"requiredCapabilities":{"elicitation":{}}}` {
+		t.Fatalf("prompts/get: HTTP %d, message %v: want 400 and the backend's -32021", code, msg)
+	}
+	if name != "fast" {
+		return
+	}
+	c := connect(t, e.MCPURL(), "2025-11-25")
 	if res := c.call(t, "needy_needs_sampling", nil); !res.IsError || !strings.Contains(text(res), `backend "needy"`) || !strings.Contains(text(res), "-32021") {
 		t.Fatalf("session-based call: %+v %q, want an isError result naming the backend", res, text(res))
 	}
@@ -181,11 +206,16 @@ func TestMissingCapabilityPassesThrough(t *testing.T) {
 // A 2026-07-28 tools/call with a progress token in its _meta reaches the
 // backend with the token, and the backend's progress notifications reach
 // the client on the call's response stream under it, before the result.
-func TestProgressOnNewProtocol(t *testing.T) {
-	f := newFleet(t)
-	startAskingBackend(t, f, "ask")
-	e := startEdge(t, f, nil)
-	eventually(t, 10*time.Second, "tools served", func() bool { return len(e.current().Catalog.Tools) == 8 })
+func TestProgressOnNewProtocol(t *testing.T) { synctest.Test(t, testProgressOnNewProtocol) }
+
+func testProgressOnNewProtocol(t *testing.T) {
+	m := serveMemoryEdge(t, nil)
+	m.serveServer(t, "ask", askingServer("ask", &atomic.Value{}))
+	m.settle()
+	e := m.Edge
+	if n := len(e.current().Catalog.Tools); n != 8 {
+		t.Fatalf("%d tools served; want ask's 8", n)
+	}
 	body := newRequest(11, "tools/call", `"progressToken":"progress-test-1"`, `"name":"ask_progress","arguments":{}`)
 	req, _ := http.NewRequest(http.MethodPost, e.MCPURL(), strings.NewReader(body))
 	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",

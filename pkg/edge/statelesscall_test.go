@@ -8,10 +8,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 )
 
@@ -42,8 +44,28 @@ func statelessPost(t *testing.T, url, body string, hdr map[string]string) (int, 
 // with the server's info in its _meta, unless it had one; requests the
 // fast path does not take get the go-sdk's answer.
 func TestStatelessCallMatchesGoSDK(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
+	// edges serve alpha with its shapes tool on an edge with the fast
+	// path and one without, in the bubble of t.
+	edges := func(t *testing.T) (fast, sdk *memoryEdge) {
+		b := demobackend.New("alpha", nil)
+		addShapes(b)
+		fast = serveMemoryEdge(t, nil)
+		fast.serveBackend(t, b)
+		sdk = fast.net.serveEdge(t, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
+		sdk.upCatalog("alpha", fast.fleet.backends["alpha"].Catalog)
+		fast.settle()
+		for _, e := range []*memoryEdge{fast, sdk} {
+			if _, ok := e.current().Catalog.Tool("alpha_shapes"); !ok {
+				t.Fatal("alpha_shapes not served")
+			}
+		}
+		return fast, sdk
+	}
+	testStatelessCallMatchesGoSDK(t, edges)
+}
+
+// addShapes gives b a tool whose result has the shape its argument names.
+func addShapes(b *demobackend.Backend) {
 	b.AddToolFunc(&mcp.Tool{Name: "shapes", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var args struct{ Shape string }
@@ -62,11 +84,11 @@ func TestStatelessCallMatchesGoSDK(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
 		})
-	f.healthyBackend("default", b)
-	fast, sdk := startEdge(t, f, nil), startEdge(t, f, &Options{CallTimeout: 10 * time.Second, paths: pathSwitches{goSDKStateless: true}})
-	for _, e := range []*Edge{fast, sdk} {
-		eventually(t, 10*time.Second, "view served", func() bool { _, ok := e.current().Catalog.Tool("alpha_shapes"); return ok })
-	}
+}
+
+// testStatelessCallMatchesGoSDK is TestStatelessCallMatchesGoSDK, each
+// case in a bubble of its own with the edges made by edges.
+func testStatelessCallMatchesGoSDK(t *testing.T, edges func(t *testing.T) (fast, sdk *memoryEdge)) {
 	meta := `"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":""},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 	call := func(id, name, args string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s,"name":%q,"arguments":%s}}`, id, meta, name, args)
@@ -101,17 +123,20 @@ func TestStatelessCallMatchesGoSDK(t *testing.T) {
 		{"another member", strings.Replace(call("13", "alpha_echo", `{}`), `"arguments"`, `"task":{},"arguments"`, 1), map[string]string{"Mcp-Name": "alpha_echo"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fcode, fct, fmsg := statelessPost(t, fast.MCPURL(), tc.body, tc.hdr)
-			scode, _, smsg := statelessPost(t, sdk.MCPURL(), tc.body, tc.hdr)
-			if fcode != scode || !reflect.DeepEqual(fmsg, smsg) {
-				t.Fatalf("edge: %d %v\ngo-sdk: %d %v", fcode, fmsg, scode, smsg)
-			}
-			if strings.HasPrefix(tc.name, "body one byte over") && fcode != http.StatusRequestEntityTooLarge {
-				t.Fatalf("status %d, want 413 (the body given back whole)", fcode)
-			}
-			if (fct == "application/json" && fcode == http.StatusOK) != tc.fast {
-				t.Fatalf("answered as %s (%d): fast path %v, want %v", fct, fcode, !tc.fast, tc.fast)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				fast, sdk := edges(t)
+				fcode, fct, fmsg := statelessPost(t, fast.MCPURL(), tc.body, tc.hdr)
+				scode, _, smsg := statelessPost(t, sdk.MCPURL(), tc.body, tc.hdr)
+				if fcode != scode || !reflect.DeepEqual(fmsg, smsg) {
+					t.Fatalf("edge: %d %v\ngo-sdk: %d %v", fcode, fmsg, scode, smsg)
+				}
+				if strings.HasPrefix(tc.name, "body one byte over") && fcode != http.StatusRequestEntityTooLarge {
+					t.Fatalf("status %d, want 413 (the body given back whole)", fcode)
+				}
+				if (fct == "application/json" && fcode == http.StatusOK) != tc.fast {
+					t.Fatalf("answered as %s (%d): fast path %v, want %v", fct, fcode, !tc.fast, tc.fast)
+				}
+			})
 		})
 	}
 }

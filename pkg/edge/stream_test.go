@@ -3,11 +3,12 @@ package edge
 import (
 	"bufio"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
@@ -20,10 +21,15 @@ import (
 // The standalone stream the edge serves answers GETs as the go-sdk would:
 // refusals for what the go-sdk refuses, one stream per session.
 func TestStandaloneStreamRequests(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, nil)
-	url := e.MCPURL()
+	// serve runs check on an edge serving alpha, in a bubble of its own.
+	serve := func(t *testing.T, check func(t *testing.T, url string)) {
+		synctest.Test(t, func(t *testing.T) {
+			e := serveMemoryEdge(t, nil)
+			e.up("alpha", "echo")
+			e.settle()
+			check(t, e.MCPURL())
+		})
+	}
 	cases := []struct {
 		name string
 		hdr  map[string]string
@@ -39,43 +45,47 @@ func TestStandaloneStreamRequests(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sid := rawInitialize(t, url, "")
-			req, _ := http.NewRequest(http.MethodGet, url, nil)
-			req.Header.Set("Accept", "text/event-stream")
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-			for k, v := range c.hdr {
-				switch {
-				case k == "Host":
-					req.Host = v
-				case v == "":
-					req.Header.Del(k)
-				default:
-					req.Header.Set(k, v)
+			serve(t, func(t *testing.T, url string) {
+				sid := rawInitialize(t, url, "")
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("Accept", "text/event-stream")
+				req.Header.Set("Mcp-Session-Id", sid)
+				req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+				for k, v := range c.hdr {
+					switch {
+					case k == "Host":
+						req.Host = v
+					case v == "":
+						req.Header.Del(k)
+					default:
+						req.Header.Set(k, v)
+					}
 				}
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != c.want {
-				t.Fatalf("status %d, want %d", resp.StatusCode, c.want)
-			}
-			if c.want == http.StatusOK && resp.Header.Get("Content-Type") != "text/event-stream" {
-				t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
-			}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != c.want {
+					t.Fatalf("status %d, want %d", resp.StatusCode, c.want)
+				}
+				if c.want == http.StatusOK && resp.Header.Get("Content-Type") != "text/event-stream" {
+					t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
+				}
+			})
 		})
 	}
 
 	t.Run("second stream of a session", func(t *testing.T) {
-		sid := rawInitialize(t, url, "")
-		if r := rawGET(t, url, sid, nil); r.StatusCode != http.StatusOK {
-			t.Fatalf("first stream: status %d", r.StatusCode)
-		}
-		if r := rawGET(t, url, sid, nil); r.StatusCode != http.StatusConflict {
-			t.Fatalf("second stream: status %d, want 409", r.StatusCode)
-		}
+		serve(t, func(t *testing.T, url string) {
+			sid := rawInitialize(t, url, "")
+			if r := rawGET(t, url, sid, nil); r.StatusCode != http.StatusOK {
+				t.Fatalf("first stream: status %d", r.StatusCode)
+			}
+			if r := rawGET(t, url, sid, nil); r.StatusCode != http.StatusConflict {
+				t.Fatalf("second stream: status %d, want 409", r.StatusCode)
+			}
+		})
 	})
 }
 
@@ -105,19 +115,59 @@ func nextEvent(t *testing.T, ch <-chan string, d time.Duration) (string, bool) {
 	}
 }
 
+// timedReader reads r, failing t when a read waits 5 s (of the bubble's
+// clock) for data.
+func timedReader(t *testing.T, r io.Reader) io.Reader {
+	return readFunc(func(p []byte) (int, error) {
+		type result struct {
+			n   int
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			n, err := r.Read(p)
+			done <- result{n, err}
+		}()
+		select {
+		case res := <-done:
+			return res.n, res.err
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event or end of stream within 5s")
+			return 0, nil
+		}
+	})
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
 // A change made while a session has no stream is sent when one attaches;
 // a stream that ends leaves nothing behind; DELETE ends the stream.
 func TestStandaloneStreamLifecycle(t *testing.T) {
-	f := newFleet(t)
-	b := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", b)
-	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	cat := demoCatalog(t, "alpha")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{Coalesce: time.Millisecond})
+		e.upCatalog("alpha", cat)
+		e.settle()
+		testStandaloneStreamLifecycle(t, e)
+	})
+}
+
+// testStandaloneStreamLifecycle is TestStandaloneStreamLifecycle on e,
+// serving alpha (the demo backend's catalog).
+func testStandaloneStreamLifecycle(t *testing.T, e *memoryEdge) {
 	url := e.MCPURL()
 	sid := rawInitialize(t, url, "")
-	eventually(t, 5*time.Second, "session registered", func() bool { return e.reg.Lookup(sid) != nil })
+	if e.reg.Lookup(sid) == nil {
+		t.Fatal("session not registered")
+	}
 
-	f.health("default", "alpha", false) // no stream yet: pending
-	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
+	e.down("alpha") // no stream yet: pending
+	e.settle()
+	if n := len(e.View().Tools); n != 0 {
+		t.Fatalf("%d tools served once alpha is down", n)
+	}
 	resp := rawGET(t, url, sid, nil)
 	evs := readEvents(resp.Body)
 	// One list_changed per changed kind (the demo backend has prompts and
@@ -144,15 +194,21 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 		}
 	}
 	batch("change made before the stream attached")
-	f.health("default", "alpha", true)
+	e.up("alpha")
 	batch("change made while attached")
 
 	// The client drops its stream: the edge notices, a change meanwhile is
 	// pending, and the next stream (not a conflict) gets it.
 	resp.Body.Close()
-	eventually(t, 5*time.Second, "the dropped stream detached", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
-	f.health("default", "alpha", false)
-	eventually(t, 5*time.Second, "the change applied", func() bool { return len(e.View().Tools) == 0 })
+	synctest.Wait()
+	if n := testutil.ToFloat64(e.m.streams); n != 0 {
+		t.Fatalf("%v streams once the client dropped its own", n)
+	}
+	e.down("alpha")
+	e.settle()
+	if n := len(e.View().Tools); n != 0 {
+		t.Fatalf("%d tools served once alpha is down", n)
+	}
 	resp = rawGET(t, url, sid, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stream after the first dropped: status %d", resp.StatusCode)
@@ -171,17 +227,24 @@ func TestStandaloneStreamLifecycle(t *testing.T) {
 	if ev, ok := nextEvent(t, evs, 5*time.Second); ok {
 		t.Fatalf("event %q after DELETE, want the stream to end", ev)
 	}
-	eventually(t, 5*time.Second, "no stream open", func() bool { return testutil.ToFloat64(e.m.streams) == 0 })
+	synctest.Wait()
+	if n := testutil.ToFloat64(e.m.streams); n != 0 {
+		t.Fatalf("%v streams after DELETE", n)
+	}
 }
 
 // An HTTP/1.0 GET (no chunked encoding) cannot be taken over: the request
 // goroutine holds the stream, and it carries list_changed all the same.
 func TestStandaloneStreamHeld(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, &Options{Coalesce: time.Millisecond})
+	synctest.Test(t, testStandaloneStreamHeld)
+}
+
+func testStandaloneStreamHeld(t *testing.T) {
+	e := serveMemoryEdge(t, &Options{Coalesce: time.Millisecond})
+	e.up("alpha", "echo")
+	e.settle()
 	sid := rawInitialize(t, e.MCPURL(), "")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.MCPURL(), "/mcp"), "http://"))
+	conn, err := e.net.dial(t.Context(), "tcp", strings.TrimPrefix(strings.TrimSuffix(e.MCPURL(), "/mcp"), "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,9 +257,12 @@ func TestStandaloneStreamHeld(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || len(resp.TransferEncoding) != 0 {
 		t.Fatalf("status %d, transfer encoding %v: want 200, not chunked", resp.StatusCode, resp.TransferEncoding)
 	}
-	eventually(t, 5*time.Second, "stream attached", func() bool { return testutil.ToFloat64(e.m.streams) == 1 })
+	synctest.Wait()
+	if n := testutil.ToFloat64(e.m.streams); n != 1 {
+		t.Fatalf("%v streams once the HTTP/1.0 GET was answered; want 1", n)
+	}
 	evs := readEvents(resp.Body)
-	f.health("default", "alpha", false)
+	e.down("alpha")
 	for {
 		ev, ok := nextEvent(t, evs, 5*time.Second)
 		if !ok {
@@ -212,9 +278,18 @@ func TestStandaloneStreamHeld(t *testing.T) {
 // with Last-Event-ID is sent again what came after that event, and
 // nothing it already had.
 func TestStandaloneStreamResumes(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
+	cat := demoCatalog(t, "alpha")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{Coalesce: time.Millisecond, CallTimeout: 10 * time.Second})
+		e.upCatalog("alpha", cat)
+		e.settle()
+		testStandaloneStreamResumes(t, e)
+	})
+}
+
+// testStandaloneStreamResumes is TestStandaloneStreamResumes on e,
+// serving alpha (the demo backend's catalog).
+func testStandaloneStreamResumes(t *testing.T, e *memoryEdge) {
 	url := e.MCPURL()
 	sid := rawInitialize(t, url, "")
 	s := e.reg.Lookup(sid)
@@ -240,13 +315,17 @@ func TestStandaloneStreamResumes(t *testing.T) {
 		}
 	}
 	detached := func() {
-		eventually(t, 5*time.Second, "the stream detached", func() bool { return !s.Streaming() })
+		t.Helper()
+		synctest.Wait()
+		if s.Streaming() {
+			t.Fatal("the stream closed by its client still attached")
+		}
 	}
 	r1 := rawGET(t, url, sid, nil)
-	er := mcpwire.NewEventReader(r1.Body, 1<<20)
-	f.health("default", "alpha", false)
+	er := mcpwire.NewEventReader(timedReader(t, r1.Body), 1<<20)
+	e.down("alpha")
 	first := num(tools(er).ID)
-	f.health("default", "alpha", true)
+	e.up("alpha")
 	second := num(tools(er).ID)
 	if second <= first {
 		t.Fatalf("event numbers %d then %d", first, second)
@@ -256,7 +335,7 @@ func TestStandaloneStreamResumes(t *testing.T) {
 	// Resumed after the first: the second change's list_changed is owed
 	// again, at once, as a new event.
 	r2 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", session.Epoch(), first)})
-	if again := num(tools(mcpwire.NewEventReader(r2.Body, 1<<20)).ID); again <= second {
+	if again := num(tools(mcpwire.NewEventReader(timedReader(t, r2.Body), 1<<20)).ID); again <= second {
 		t.Fatalf("resumed after %d: a tools/list_changed numbered %d", first, again)
 	}
 	r2.Body.Close()
@@ -265,8 +344,8 @@ func TestStandaloneStreamResumes(t *testing.T) {
 	// the next change's.
 	last := s.LastEvent()
 	r3 := rawGET(t, url, sid, map[string]string{"Last-Event-ID": fmt.Sprintf("%s-%d", session.Epoch(), last)})
-	er = mcpwire.NewEventReader(r3.Body, 1<<20)
-	f.health("default", "alpha", false)
+	er = mcpwire.NewEventReader(timedReader(t, r3.Body), 1<<20)
+	e.down("alpha")
 	// Events go on from last+1, none older re-sent. A prompts or
 	// resources list_changed of the previous change may come first: its
 	// write failed when r2 was closed, so it was still owed.

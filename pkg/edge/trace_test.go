@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,36 +77,38 @@ func TestTraceCall(t *testing.T) {
 
 // TestTraceApply: an event carrying a traceparent is applied in a span
 // that is its child, with the generation; untraced events make none.
-func TestTraceApply(t *testing.T) {
+func TestTraceApply(t *testing.T) { synctest.Test(t, testTraceApply) }
+
+func testTraceApply(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
-	f := newFleet(t)
-	be := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", be)
-	e := startEdge(t, f, &Options{TracerProvider: tp})
+	e := serveMemoryEdge(t, &Options{TracerProvider: tp})
+	e.up("alpha", "echo") // untraced
+	e.settle()
 	const cause = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	ev := events.NewHealthChanged(time.Now(), "default", "alpha", "healthy", "unhealthy", false, "probe failed")
 	ev.Traceparent = cause
-	gen := f.publish(ev)
-	eventually(t, 10*time.Second, "apply span", func() bool {
-		for _, s := range exp.GetSpans().Snapshots() {
-			if s.Name() == "fleetgate.apply" && s.Parent().SpanID() == tracing.SpanContextOf(cause).SpanID() {
-				for _, kv := range s.Attributes() {
-					if kv.Key == "fleetgate.generation" && kv.Value.AsInt64() == int64(gen) {
-						return true
-					}
+	gen := e.publishEvent(e.withBackend(e.next(), "alpha", false, nil), ev)
+	e.settle()
+	applied := false
+	for _, s := range exp.GetSpans().Snapshots() {
+		if s.Name() == "fleetgate.apply" && s.Parent().SpanID() == tracing.SpanContextOf(cause).SpanID() {
+			for _, kv := range s.Attributes() {
+				if kv.Key == "fleetgate.generation" && kv.Value.AsInt64() == int64(gen) {
+					applied = true
 				}
 			}
 		}
-		return false
-	})
+	}
+	if !applied {
+		t.Fatalf("no apply span under the event's trace with generation %d", gen)
+	}
 	for _, s := range exp.GetSpans().Snapshots() {
 		if s.Name() == "fleetgate.apply" && !s.Parent().IsValid() {
 			t.Error("an untraced event was applied in a span")
 		}
 	}
-	_ = e
 }
 
 // TestTraceRequests: the other MCP requests a traced edge serves are

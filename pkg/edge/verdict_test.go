@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,42 +87,60 @@ func TestVerdictConvergedAfterRelist(t *testing.T) {
 	})
 }
 
+// verdictIs checks, once the bubble is idle, that the edge's admin API
+// shows the session's verdict as want, and returns what it shows.
+func verdictIs(t *testing.T, e *Edge, id, want string) SessionInfo {
+	t.Helper()
+	synctest.Wait()
+	info, ok := sessionInfo(t, e, id)
+	if !ok || info.Verdict != want {
+		t.Fatalf("session %s: verdict %q (found %v), want %q", id, info.Verdict, ok, want)
+	}
+	return info
+}
+
 // A session told of a change that does not list again is stale.
 func TestVerdictStaleWithoutRelist(t *testing.T) {
-	f := newSharedFleet(t)
-	e := startRecordEdge(t, f, "a", nil, nil)
-	c := connectAs(t, e.MCPURL(), "alice", false)
-	c.toolNames(t)
-	verdictOf(t, e.Edge, c.cs.ID(), "converged")
-	b := startBackend(t, "alpha", nil)
-	f.healthyBackend("default", b)
-	c.waitChanged(t, 1, 20*time.Second)
-	info := verdictOf(t, e.Edge, c.cs.ID(), "stale")
-	if !info.Convergence.ClientListChanged || !info.Convergence.ServerListChanged {
-		t.Fatalf("negotiation evidence %+v", info.Convergence)
-	}
-	if n := metricValue(t, e.Edge, "fleetgate_edge_sessions_by_verdict"); n != 1 {
-		t.Fatalf("sessions by verdict sum to %v", n)
-	}
+	cat := demoCatalog(t, "alpha")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{ID: "a", IdentityHeader: userHeader, Coalesce: 20 * time.Millisecond})
+		c := connectAs(t, e.MCPURL(), "alice", false)
+		c.toolNames(t)
+		verdictIs(t, e.Edge, c.cs.ID(), "converged")
+		e.upCatalog("alpha", cat)
+		e.settle()
+		if n := c.changed.Load(); n != 1 {
+			t.Fatalf("%d tools/list_changed for alpha's arrival; want 1", n)
+		}
+		info := verdictIs(t, e.Edge, c.cs.ID(), "stale")
+		if !info.Convergence.ClientListChanged || !info.Convergence.ServerListChanged {
+			t.Fatalf("negotiation evidence %+v", info.Convergence)
+		}
+		if n := metricValue(t, e.Edge, "fleetgate_edge_sessions_by_verdict"); n != 1 {
+			t.Fatalf("sessions by verdict sum to %v", n)
+		}
+	})
 }
 
 // A client without listChanged (no standalone stream, nothing declared)
 // that never lists again after a change is unverifiable, not stale.
 func TestVerdictUnverifiableWithoutListChanged(t *testing.T) {
-	f := newSharedFleet(t)
-	e := startRecordEdge(t, f, "a", nil, nil)
-	c := connectAs(t, e.MCPURL(), "alice", true)
-	c.toolNames(t)
-	verdictOf(t, e.Edge, c.cs.ID(), "converged")
-	b := startBackend(t, "alpha", nil)
-	f.add("default", b)
-	f.catalog("default", "alpha", listCatalog(t, b))
-	gen := f.health("default", "alpha", true)
-	eventually(t, 10*time.Second, "edge at the change", func() bool { return e.confirmed.Load() >= gen })
-	info := verdictOf(t, e.Edge, c.cs.ID(), "unverifiable")
-	if info.Convergence.ClientListChanged || info.Convergence.LastSignal.Sent() {
-		t.Fatalf("evidence %+v", info.Convergence)
-	}
+	cat := demoCatalog(t, "alpha")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{ID: "a", IdentityHeader: userHeader, Coalesce: 20 * time.Millisecond})
+		c := connectAs(t, e.MCPURL(), "alice", true)
+		c.toolNames(t)
+		verdictIs(t, e.Edge, c.cs.ID(), "converged")
+		gen := e.upCatalog("alpha", cat)
+		e.settle()
+		if g := e.confirmed.Load(); g != gen {
+			t.Fatalf("edge at generation %d; want the change's %d", g, gen)
+		}
+		info := verdictIs(t, e.Edge, c.cs.ID(), "unverifiable")
+		if info.Convergence.ClientListChanged || info.Convergence.LastSignal.Sent() {
+			t.Fatalf("evidence %+v", info.Convergence)
+		}
+	})
 }
 
 // Every tools/call is in the call trail with its session, owner and route;

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/demobackend"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
 )
@@ -43,32 +45,35 @@ func roleToken(iss *issuertest.Issuer, e *Edge, sub string, roles ...string) str
 // use is absent from its list, and a call of it is answered as for an
 // unknown tool; another caller's roles see and call it.
 func TestPolicyByClaim(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	f.healthyBackend("default", startBackend(t, "beta", nil))
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, nil)
-	setPolicy(t, f, opsOnlyBeta, e)
-	alice, bob := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
-			ca := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return alice }))
-			cb := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return bob }))
-			if names := ca.toolNames(t); !names["alpha_echo"] || names["beta_echo"] {
-				t.Fatalf("alice lists %v", names)
-			}
-			if names := cb.toolNames(t); !names["alpha_echo"] || !names["beta_echo"] {
-				t.Fatalf("bob lists %v", names)
-			}
-			if res := ca.call(t, "beta_echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "not available") {
-				t.Fatalf("alice's call of a hidden tool: %v %q", res.IsError, text(res))
-			}
-			if res := cb.call(t, "beta_echo", map[string]any{"text": "x"}); res.IsError {
-				t.Fatalf("bob's call: %q", text(res))
-			}
-			if res := ca.call(t, "alpha_echo", map[string]any{"text": "x"}); res.IsError {
-				t.Fatalf("alice's call of a visible tool: %q", text(res))
-			}
+			synctest.Test(t, func(t *testing.T) {
+				e := serveMemoryEdge(t, &Options{CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+				e.serveBackend(t, demobackend.New("alpha", nil))
+				e.serveBackend(t, demobackend.New("beta", nil))
+				e.settle()
+				e.setPolicy(opsOnlyBeta)
+				e.settle()
+				alice, bob := roleToken(iss, e.Edge, "alice"), roleToken(iss, e.Edge, "bob", "ops")
+				ca := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return alice }))
+				cb := connectWith(t, e.MCPURL(), v.version, tokenHTTP(func() string { return bob }))
+				if names := ca.toolNames(t); !names["alpha_echo"] || names["beta_echo"] {
+					t.Fatalf("alice lists %v", names)
+				}
+				if names := cb.toolNames(t); !names["alpha_echo"] || !names["beta_echo"] {
+					t.Fatalf("bob lists %v", names)
+				}
+				if res := ca.call(t, "beta_echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "not available") {
+					t.Fatalf("alice's call of a hidden tool: %v %q", res.IsError, text(res))
+				}
+				if res := cb.call(t, "beta_echo", map[string]any{"text": "x"}); res.IsError || text(res) != "beta: x" {
+					t.Fatalf("bob's call: %q", text(res))
+				}
+				if res := ca.call(t, "alpha_echo", map[string]any{"text": "x"}); res.IsError || text(res) != "alpha: x" {
+					t.Fatalf("alice's call of a visible tool: %q", text(res))
+				}
+			})
 		})
 	}
 }
@@ -76,13 +81,22 @@ func TestPolicyByClaim(t *testing.T) {
 // find_tool never returns a hidden tool, and call_tool refuses one as an
 // unknown tool.
 func TestPolicyFindTool(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	f.healthyBackend("default", startBackend(t, "beta", nil))
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, &Options{Mode: ModeOptimizer, CallTimeout: 10 * time.Second})
-	setPolicy(t, f, opsOnlyBeta, e)
-	alice, bob := roleToken(iss, e, "alice"), roleToken(iss, e, "bob", "ops")
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{Mode: ModeOptimizer, CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+		e.serveBackend(t, demobackend.New("alpha", nil))
+		e.serveBackend(t, demobackend.New("beta", nil))
+		e.settle()
+		e.setPolicy(opsOnlyBeta)
+		e.settle()
+		testPolicyFindTool(t, e, iss)
+	})
+}
+
+// testPolicyFindTool is TestPolicyFindTool on e, serving alpha and beta
+// under opsOnlyBeta.
+func testPolicyFindTool(t *testing.T, e *memoryEdge, iss *issuertest.Issuer) {
+	alice, bob := roleToken(iss, e.Edge, "alice"), roleToken(iss, e.Edge, "bob", "ops")
 	ca := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return alice }))
 	cb := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return bob }))
 	found := func(c *client) map[string]bool {
@@ -112,7 +126,7 @@ func TestPolicyFindTool(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "not available") {
 		t.Fatalf("alice's call_tool of a hidden tool: %q", text(res))
 	}
-	if res := cb.call(t, CallToolName, map[string]any{"tool_name": "beta_echo", "arguments": map[string]any{"text": "x"}}); res.IsError {
+	if res := cb.call(t, CallToolName, map[string]any{"tool_name": "beta_echo", "arguments": map[string]any{"text": "x"}}); res.IsError || text(res) != "beta: x" {
 		t.Fatalf("bob's call_tool: %q", text(res))
 	}
 }
@@ -120,45 +134,51 @@ func TestPolicyFindTool(t *testing.T) {
 // An evaluation error fails closed: a deny rule over a claim the token
 // lacks hides the tool.
 func TestPolicyFailsClosed(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
 	iss := issuertest.New(t, nil)
-	e := authEdge(t, f, iss, nil)
-	setPolicy(t, f, &policy.Section{Rules: []policy.Rule{{Name: "needs-team", Effect: "deny",
-		When: `claims.team != "core"`}}}, e) // no team claim: an error, so the rule matches
-	tok := roleToken(iss, e, "alice")
-	c := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return tok }))
-	if names := c.toolNames(t); len(names) != 0 {
-		t.Fatalf("lists %v, want nothing", names)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{}}); err != nil || !res.IsError {
-		t.Fatalf("call: %v, %v", res, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, &Options{CallTimeout: 10 * time.Second, Auth: memoryAuth(iss)})
+		e.up("alpha", "echo")
+		e.settle()
+		e.setPolicy(&policy.Section{Rules: []policy.Rule{{Name: "needs-team", Effect: "deny",
+			When: `claims.team != "core"`}}}) // no team claim: an error, so the rule matches
+		e.settle()
+		tok := roleToken(iss, e.Edge, "alice")
+		c := connectWith(t, e.MCPURL(), "2025-11-25", tokenHTTP(func() string { return tok }))
+		if names := c.toolNames(t); len(names) != 0 {
+			t.Fatalf("lists %v, want nothing", names)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha_echo", Arguments: map[string]any{}}); err != nil || !res.IsError {
+			t.Fatalf("call: %v, %v", res, err)
+		}
+	})
 }
 
 // A 2026-07-28 list says how it may be cached: "public" while every
 // caller sees the same, "private" once a policy filters it per caller.
 func TestListCacheScope(t *testing.T) {
-	f := newFleet(t)
-	f.healthyBackend("default", startBackend(t, "alpha", nil))
-	e := startEdge(t, f, nil)
-	c := connect(t, e.MCPURL(), "")
-	scope := func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		res, err := c.cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		e := serveMemoryEdge(t, nil)
+		e.up("alpha", "echo")
+		e.settle()
+		c := connect(t, e.MCPURL(), "")
+		scope := func() string {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res, err := c.cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.CacheScope
 		}
-		return res.CacheScope
-	}
-	if got := scope(); got != "public" {
-		t.Fatalf("cacheScope without a policy: %q", got)
-	}
-	setPolicy(t, f, opsOnlyBeta, e)
-	if got := scope(); got != "private" {
-		t.Fatalf("cacheScope under a policy: %q", got)
-	}
+		if got := scope(); got != "public" {
+			t.Fatalf("cacheScope without a policy: %q", got)
+		}
+		e.setPolicy(opsOnlyBeta)
+		e.settle()
+		if got := scope(); got != "private" {
+			t.Fatalf("cacheScope under a policy: %q", got)
+		}
+	})
 }
