@@ -175,7 +175,15 @@ func startEdge(t testing.TB, f *fleet, o *Options) *Edge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	runUntilCleanup(t, context.Background(), e)
+	eventually(t, 30*time.Second, "edge ready", e.Ready)
+	return e
+}
+
+// runUntilCleanup runs e (Run) under a child of ctx until the test ends,
+// failing it if Run fails.
+func runUntilCleanup(t testing.TB, ctx context.Context, e *Edge) {
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
 	t.Cleanup(func() {
@@ -184,8 +192,6 @@ func startEdge(t testing.TB, f *fleet, o *Options) *Edge {
 			t.Errorf("edge Run: %v", err)
 		}
 	})
-	eventually(t, 30*time.Second, "edge ready", e.Ready)
-	return e
 }
 
 // client is a go-sdk client session on an edge that counts list_changed

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,21 +134,9 @@ func (n *memNet) serveEdge(t *testing.T, o *Options) *memoryEdge {
 	m.net = n
 	e := m.Edge
 	e.mcpLn, e.adminLn = n.listen(e.mcpLn), n.listen(e.adminLn)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("edge Run: %v", err)
-		}
-		opts.BackendHTTPClient.CloseIdleConnections()
-	})
-	m.src.MarkCaughtUp()
-	synctest.Wait()
-	if !e.Ready() {
-		t.Fatal("edge not ready once its source caught up")
-	}
+	t.Cleanup(opts.BackendHTTPClient.CloseIdleConnections) // after Run ended (cleanups run last first)
+	runUntilCleanup(t, t.Context(), e)
+	m.catchUp(t)
 	return m
 }
 

@@ -78,12 +78,18 @@ func startMemoryEdge(t *testing.T, o *Options) *memoryEdge {
 		e.calls.Close()
 		e.hj.Wait()
 	})
+	m.catchUp(t)
+	return m
+}
+
+// catchUp marks m's source caught up and waits for the edge to be ready.
+func (m *memoryEdge) catchUp(t *testing.T) {
+	t.Helper()
 	m.src.MarkCaughtUp()
 	synctest.Wait()
-	if !e.Ready() {
+	if !m.Ready() {
 		t.Fatal("edge not ready once its source caught up")
 	}
-	return m
 }
 
 // up makes backend name advertisable with tools (none: its last ones;
