@@ -41,9 +41,11 @@ func testEdgeCredentialLimits(t *testing.T, dir, inside, outside string) {
 		file string
 	}{{alpha, inside}, {beta, outside}} {
 		e.serveBackend(t, tc.b)
-		b := e.fleet.backends[tc.b.Name()]
+		// A copy: the published backend is the edge's to read.
+		b := *e.fleet.backends[tc.b.Name()]
 		b.Config.Transport = "streamable-http"
 		b.Config.Headers = credential.Headers{"X-Credential": {File: tc.file}}
+		e.fleet.backends[tc.b.Name()] = &b
 		e.up(tc.b.Name())
 	}
 	e.settle()
