@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fastjson"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/callstages"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 	"github.com/fleetgate/fleetgate/pkg/mcpwire"
 	"github.com/fleetgate/fleetgate/pkg/tracing"
@@ -70,6 +71,7 @@ type resultShape struct{ plain, isError, meta bool }
 // A backend with headers (credentials) gets them on every raw request,
 // resolved by its connection's credential transport.
 func (p *Pool) callStreamable(ctx context.Context, call Call) (Reply, error) {
+	callstages.Mark(callstages.Routed)
 	cfg, later := call.Config, call.Later
 	params := encodeCallParams(call.Tool, call.Args, call.Meta)
 	var c *backendConn
@@ -164,6 +166,7 @@ func (p *Pool) rawCall(ctx context.Context, to peer, method string, params any, 
 	body = append(body, `","params":`...)
 	body = append(body, enc...)
 	body = append(body, '}')
+	callstages.Mark(callstages.Sending)
 	resp, err := p.post(ctx, to, body)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -180,6 +183,7 @@ func (p *Pool) rawCall(ctx context.Context, to peer, method string, params any, 
 		return nil, resultShape{}, &errHTTPStatus{code: resp.StatusCode}
 	}
 	msg, err := p.readResponse(ctx, resp, to, id)
+	callstages.Mark(callstages.Answered)
 	if err != nil {
 		if ctx.Err() != nil {
 			p.cancelled(ctx, to, id)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/catalog"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/callstages"
 	"github.com/fleetgate/fleetgate/pkg/edge/session"
 	"github.com/fleetgate/fleetgate/pkg/events"
 	"github.com/fleetgate/fleetgate/pkg/policy"
@@ -103,6 +104,7 @@ type Call struct {
 // call trail (when one is kept) with the Route it took. A failure is an
 // isError result naming the tool; the trail has the reason.
 func (pl *Plane) Run(ctx context.Context, c Call) backend.Reply {
+	callstages.Mark(callstages.Started)
 	pl.inflight.Add(1)
 	defer pl.inflight.Add(-1)
 	start := time.Now()
@@ -137,9 +139,11 @@ func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start
 			return reply // an input round of a held call
 		}
 	}
+	callstages.Mark(callstages.Forwarded)
 	if pl.record != nil {
 		pl.Audit(c, rt, start, &reply, err)
 	}
+	callstages.Mark(callstages.Recorded)
 	return reply
 }
 

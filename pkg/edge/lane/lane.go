@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
+	"github.com/fleetgate/fleetgate/pkg/edge/internal/callstages"
 	"github.com/fleetgate/fleetgate/pkg/edge/internal/h1"
 )
 
@@ -142,7 +143,9 @@ func (l *callLane) request() bool {
 	if l.state.Load() == laneClosed { // cut after the drain: too late
 		return false
 	}
+	callstages.Begin()
 	req := l.readHead()
+	callstages.Mark(callstages.HeadRead)
 	// The token is checked on the head; the body is read before the gate
 	// sees the request (it checks the body too); a request of another kind
 	// goes back to the server with its bytes, and the server's handler
@@ -164,6 +167,7 @@ func (l *callLane) request() bool {
 		// are charged to it.
 		req.RemoteAddr = l.remote
 		areq, f := l.e.o.Edge.Authenticate(req)
+		callstages.Mark(callstages.Authenticated)
 		switch {
 		case f != nil:
 			// A small body is read past, so that the connection goes on;
@@ -171,7 +175,9 @@ func (l *callLane) request() bool {
 			small := req.ContentLength >= 0 && req.ContentLength <= unauthenticatedBody
 			answer = refuse(f, !(small && l.readBody(req)))
 		case l.readBody(areq):
-			if a, rel, f := l.e.o.Edge.Admit(areq); a != nil || f != nil {
+			a, rel, f := l.e.o.Edge.Admit(areq)
+			callstages.Mark(callstages.Admitted)
+			if a != nil || f != nil {
 				req, answer, release = areq, a, rel
 				if f != nil { // limited only when answered here
 					answer = refuse(f, false)
@@ -218,6 +224,7 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 		cancel() // closeLanes cut the lane before the watch had the call
 	}
 	answered = answer(lw, req)
+	callstages.Mark(callstages.Built)
 	release()
 	l.unwatch()
 	if !answered {
@@ -232,7 +239,9 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 // the connection ends after it.
 func (l *callLane) respond(lw *Writer, closing bool) bool {
 	lw.close = lw.close || closing || l.e.shut.Load()
-	return lw.writeTo(l.bw, time.Now()) == nil && !lw.close
+	ok := lw.writeTo(l.bw, time.Now()) == nil && !lw.close
+	callstages.End()
+	return ok
 }
 
 // maxLeadingCRLF is how many CR or LF bytes before a request the lane
