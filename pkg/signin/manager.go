@@ -141,7 +141,19 @@ func Provision(ctx context.Context, js jetstream.JetStream, bucket string, repli
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
-	cfg := kvbucket.Hardened(bucket, jetstream.StreamConfig{
+	if err := kvbucket.Provision(ctx, js, BucketConfig(bucket, replicas)); err != nil {
+		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// BucketConfig is the stream of bucket ("": DefaultBucket) as Provision
+// makes it: what the controller's kvbucket.Keeper keeps it to.
+func BucketConfig(bucket string, replicas int) jetstream.StreamConfig {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	return kvbucket.Hardened(bucket, jetstream.StreamConfig{
 		Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
 		MaxBytes:    BucketMaxBytes,
 		MaxMsgSize:  MaxRecord + recordOverhead,
@@ -150,10 +162,6 @@ func Provision(ctx context.Context, js jetstream.JetStream, bucket string, repli
 		Replicas:    replicas,
 		Discard:     jetstream.DiscardOld,
 	})
-	if err := kvbucket.Provision(ctx, js, cfg); err != nil {
-		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
-	}
-	return nil
 }
 
 // recordOverhead is room for a record's subject and headers in a stream
