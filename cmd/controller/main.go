@@ -303,6 +303,10 @@ func run(o *options, fleet *config.Fleet) error {
 	if err != nil {
 		return err
 	}
+	buckets, err := o.nats.bucketKeeper(jsEdges, o.replicas, ctl.Leading, reg, &zl)
+	if err != nil {
+		return err
+	}
 	var regions func(context.Context) []region.Status // the dashboard's regions panel
 	if o.region.name != "" {
 		regions = func(ctx context.Context) []region.Status {
@@ -332,6 +336,7 @@ func run(o *options, fleet *config.Fleet) error {
 		}
 		g.Go(func() error { return keeper.Run(gctx) })
 	}
+	g.Go(func() error { return buckets.Run(gctx) })
 	g.Go(func() error { return dash.Run(gctx) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

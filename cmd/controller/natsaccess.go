@@ -8,12 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/fleetgate/fleetgate/pkg/calltrail"
 	"github.com/fleetgate/fleetgate/pkg/cmdline"
 	"github.com/fleetgate/fleetgate/pkg/edgestatus"
 	"github.com/fleetgate/fleetgate/pkg/events"
+	"github.com/fleetgate/fleetgate/pkg/kvbucket"
 	"github.com/fleetgate/fleetgate/pkg/natsnode"
 	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 	"github.com/fleetgate/fleetgate/pkg/signin"
@@ -158,4 +160,22 @@ func (a *natsAccess) provision(ctx context.Context, js jetstream.JetStream, repl
 		return err
 	}
 	return calltrail.Provision(ctx, js, &calltrail.Options{Replicas: replicas, MaxBytes: int64(a.callBytes)})
+}
+
+// buckets are the streams of the KV buckets edges write, as provision
+// makes them: the session bucket, the sign-in bucket, the edges' status
+// bucket.
+func (a *natsAccess) buckets(replicas int) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
+		sessionstore.BucketConfig(&sessionstore.ProvisionOptions{Replicas: replicas, MaxBytes: int64(a.sessionBytes)}),
+		signin.BucketConfig("", replicas),
+		edgestatus.BucketConfig(replicas),
+	}
+}
+
+// bucketKeeper keeps the hardening of the buckets edges write
+// (kvbucket.Keeper) while this controller leads: an update of a bucket's
+// stream after provision (nats kv edit) is undone within a minute.
+func (a *natsAccess) bucketKeeper(js jetstream.JetStream, replicas int, leading func() bool, reg prometheus.Registerer, zl *zerolog.Logger) (*kvbucket.Keeper, error) {
+	return kvbucket.NewKeeper(js, a.buckets(replicas), &kvbucket.KeeperOptions{Leading: leading, Registerer: reg, Logger: zl})
 }

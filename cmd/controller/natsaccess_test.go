@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
+	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
 func writeSeed(t *testing.T) string {
@@ -82,5 +89,53 @@ func TestStorePlanMirrors(t *testing.T) {
 		if reserved := o.store.own + int64(o.store.mirrors)*o.store.mirrorBytes; reserved > int64(o.nats.maxStore) {
 			t.Errorf("%v: reserves %d MiB of a %d MiB store", c.args, reserved>>20, int64(o.nats.maxStore)>>20)
 		}
+	}
+}
+
+// TestBucketKeeperMatchesProvision: the keeper keeps the buckets to what
+// provision makes them (with the flags' sizes), so it finds nothing to
+// re-apply on a fresh provision, and restores a bucket whose limits an
+// update loosened, counted by bucket in the controller's metrics.
+func TestBucketKeeperMatchesProvision(t *testing.T) {
+	node := natstest.Start(t)
+	js := natstest.JetStream(t, node.ClientURL())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	o, err := parse([]string{"--config", "x", "--session-max-bytes", "8MiB", "--replicas", "1"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.nats.provision(ctx, js, o.replicas); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	k, err := o.nats.bucketKeeper(js, o.replicas, func() bool { return true }, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := k.Keep(ctx); len(r) != 0 {
+		t.Fatalf("a fresh provision drifted: %+v", r)
+	}
+	st, err := js.Stream(ctx, "KV_"+signin.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loose := st.CachedInfo().Config
+	loose.MaxBytes, loose.MaxMsgsPerSubject = -1, 10
+	if _, err := js.UpdateStream(ctx, loose); err != nil {
+		t.Fatal(err)
+	}
+	if r := k.Keep(ctx); len(r) != 1 || r[0].Bucket() != signin.DefaultBucket {
+		t.Fatalf("repairs %+v", r)
+	}
+	want := `
+# HELP fleetgate_controller_kv_hardening_reapplied_total KV bucket streams provisioned again by the controller, by bucket: found missing, or with a config that drifted from the bucket's limits and hardening.
+# TYPE fleetgate_controller_kv_hardening_reapplied_total counter
+fleetgate_controller_kv_hardening_reapplied_total{bucket="fleetgate_edges"} 0
+fleetgate_controller_kv_hardening_reapplied_total{bucket="fleetgate_sessions"} 0
+fleetgate_controller_kv_hardening_reapplied_total{bucket="fleetgate_signins"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fleetgate_controller_kv_hardening_reapplied_total"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -37,6 +37,9 @@ type metrics struct {
 	// signInChanges the sign-ins and sign-outs (of any edge) heard.
 	signIns       *prometheus.CounterVec
 	signInChanges prometheus.Counter
+	// signInStoreFailures counts the rotated refresh tokens whose
+	// sign-in bucket write failed, by reason.
+	signInStoreFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -82,10 +85,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Sign-in pages and revocations of user_oauth backends, by outcome (completed, refused, failed, revoked; other_user, unbound: a browser refused)."}, []string{"outcome"}),
 		signInChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_signin_changes_total",
 			Help: "Sign-ins and sign-outs of user_oauth backends heard from the sign-in bucket (any edge): each makes the user's sessions here list again."}),
+		signInStoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_signin_store_failures_total",
+			Help: "Rotated refresh tokens of user_oauth sign-ins whose sign-in bucket write failed, by reason (conflict: the bucket's record changed meanwhile and wins; store_error: the write failed, the token is held in memory and written again at a later use)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped, m.signIns, m.signInChanges)
+		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped, m.signIns, m.signInChanges, m.signInStoreFailures)
 	return m
 }
 

@@ -86,6 +86,13 @@ func (o *ProvisionOptions) withDefaults() ProvisionOptions {
 	return c
 }
 
+// BucketConfig is the stream of the session bucket o configures (nil:
+// defaults), as Provision makes it: what the controller's kvbucket.Keeper
+// keeps it to.
+func BucketConfig(o *ProvisionOptions) jetstream.StreamConfig {
+	return streamConfig(o.withDefaults())
+}
+
 // Provision creates the session bucket, or updates the limits of an
 // existing one, with full rights: the controller calls it at start, so
 // that edges, which may only read and write records, find the bucket.

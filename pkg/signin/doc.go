@@ -32,7 +32,9 @@
 //     keyed by a hash of both; every edge watches the bucket, so a session
 //     that moves to another edge keeps its sign-in and a sign-out or
 //     revocation is fleet-wide. Access tokens are held in memory only and
-//     refreshed on expiry or when the backend answers 401.
+//     refreshed on expiry or when the backend answers 401. A refresh's
+//     rotated token whose write fails (refreshstore.go) is held in memory
+//     and written again at a later use, logged and counted.
 //
 // Tokens are credential.Secret values; no error text of this package
 // quotes a token, a code, a verifier, a client secret or a state.

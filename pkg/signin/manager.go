@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fleetgate/fleetgate/pkg/credential"
@@ -61,6 +63,12 @@ type Options struct {
 	MaxEntries int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Log tells of each rotated refresh token whose bucket write failed
+	// (by the sign-in's key hash, never a token); zero: no logs.
+	Log zerolog.Logger
+	// StoreFailures counts those writes by reason (ReasonConflict,
+	// ReasonStoreError); nil: not counted.
+	StoreFailures *prometheus.CounterVec
 }
 
 // entry is one sign-in as this edge holds it: the sealed record (a copy
@@ -71,6 +79,11 @@ type entry struct {
 	rev               uint64
 	access            tokenexchange.Token
 	until             time.Time // the access token is used until then
+	// unsaved: sealed holds a rotated refresh token newer than the
+	// bucket's record at rev, whose write failed; it is written again at
+	// the first use from saveAt on (refreshstore.go).
+	unsaved bool
+	saveAt  time.Time
 }
 
 // discovered is a backend's authorization server, as discovery found it.
@@ -141,7 +154,19 @@ func Provision(ctx context.Context, js jetstream.JetStream, bucket string, repli
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
-	cfg := kvbucket.Hardened(bucket, jetstream.StreamConfig{
+	if err := kvbucket.Provision(ctx, js, BucketConfig(bucket, replicas)); err != nil {
+		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// BucketConfig is the stream of bucket ("": DefaultBucket) as Provision
+// makes it: what the controller's kvbucket.Keeper keeps it to.
+func BucketConfig(bucket string, replicas int) jetstream.StreamConfig {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	return kvbucket.Hardened(bucket, jetstream.StreamConfig{
 		Description: "fleetgate sign-ins: sealed refresh tokens per identity and backend",
 		MaxBytes:    BucketMaxBytes,
 		MaxMsgSize:  MaxRecord + recordOverhead,
@@ -150,10 +175,6 @@ func Provision(ctx context.Context, js jetstream.JetStream, bucket string, repli
 		Replicas:    replicas,
 		Discard:     jetstream.DiscardOld,
 	})
-	if err := kvbucket.Provision(ctx, js, cfg); err != nil {
-		return fmt.Errorf("sign-ins: provision bucket %s: %w", bucket, err)
-	}
-	return nil
 }
 
 // recordOverhead is room for a record's subject and headers in a stream
@@ -269,7 +290,7 @@ func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
 		m.entries[key] = e
 	}
 	fresh := e.sealed == nil
-	e.sealed, e.rev = u.Value(), u.Revision()
+	e.sealed, e.rev, e.unsaved = u.Value(), u.Revision(), false // the bucket's newer record wins over an unsaved one
 	m.signal()
 	m.mu.Unlock()
 	if fresh && notify {

@@ -45,6 +45,11 @@ type fleet struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
+	// what open needs for another edge
+	ctx context.Context
+	js  jetstream.JetStream
+	key *Key
+	now func() time.Time
 }
 
 func newFleet(t testing.TB, now func() time.Time) *fleet {
@@ -58,31 +63,30 @@ func newFleet(t testing.TB, now func() time.Time) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{changed: make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	f.cancel = cancel
-	for _, edge := range []string{"a", "b"} {
-		m := Open(Options{Key: key, JetStream: js, Unbound: true, RedirectURL: "https://" + edge + ".edge.example/oauth/callback", Now: now,
-			HTTPClient: &http.Client{}, OnChange: func(id, b string) {
-				f.mu.Lock()
-				f.changes = append(f.changes, edge+" "+id+" "+b)
-				f.mu.Unlock()
-				select {
-				case f.changed <- struct{}{}:
-				default:
-				}
-			}})
-		f.done.Add(1)
-		go func() { defer f.done.Done(); _ = m.Run(ctx) }()
-		<-m.Ready()
-		if edge == "a" {
-			f.a = m
-		} else {
-			f.b = m
-		}
-	}
-	t.Cleanup(func() { cancel(); f.done.Wait() })
+	f := &fleet{changed: make(chan struct{}, 1), js: js, key: key, now: now}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { f.cancel(); f.done.Wait() })
+	f.a, f.b = f.open("a"), f.open("b")
 	return f
+}
+
+// open runs the manager of another edge of f, once it holds the bucket's
+// content.
+func (f *fleet) open(edge string) *Manager {
+	m := Open(Options{Key: f.key, JetStream: f.js, Unbound: true, RedirectURL: "https://" + edge + ".edge.example/oauth/callback", Now: f.now,
+		HTTPClient: &http.Client{}, OnChange: func(id, b string) {
+			f.mu.Lock()
+			f.changes = append(f.changes, edge+" "+id+" "+b)
+			f.mu.Unlock()
+			select {
+			case f.changed <- struct{}{}:
+			default:
+			}
+		}})
+	f.done.Add(1)
+	go func() { defer f.done.Done(); _ = m.Run(f.ctx) }()
+	<-m.Ready()
+	return m
 }
 
 // authorize is the user's browser at the authorization URL: the code and

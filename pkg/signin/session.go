@@ -132,7 +132,7 @@ func (m *Manager) store(ctx context.Context, r Record, access tokenexchange.Toke
 		m.entries[key] = e
 	}
 	if rev > e.rev {
-		e.sealed, e.rev = sealed, rev
+		e.sealed, e.rev, e.unsaved = sealed, rev, false
 	}
 	m.signal()
 	e.access, e.until = access, tokenexchange.UseUntil(access, start, time.Time{})
@@ -148,7 +148,7 @@ func (m *Manager) Authorization(ctx context.Context, identity, backend string, a
 	now := m.o.Now()
 	m.mu.Lock()
 	e := m.entries[key]
-	if e != nil && e.access.Value.Reveal() != "" && now.Before(e.until) {
+	if e != nil && e.access.Value.Reveal() != "" && now.Before(e.until) && !e.saveDue(now) {
 		v := "Bearer " + e.access.Value.Reveal()
 		m.mu.Unlock()
 		return v, nil
@@ -165,11 +165,20 @@ func (m *Manager) Authorization(ctx context.Context, identity, backend string, a
 
 // refresh obtains a new access token of key's sign-in.
 func (m *Manager) refresh(ctx context.Context, key, identity, backend string, a *credential.Auth) (string, error) {
+	now := m.o.Now()
 	m.mu.Lock()
 	e := m.entries[key]
-	if e != nil && e.access.Value.Reveal() != "" && m.o.Now().Before(e.until) {
+	if e != nil && e.access.Value.Reveal() != "" && now.Before(e.until) {
 		v := "Bearer " + e.access.Value.Reveal()
+		save := e.saveDue(now)
+		if save {
+			e.saveAt = now.Add(saveRetryPause)
+		}
+		sealed, rev := e.sealed, e.rev
 		m.mu.Unlock()
+		if save { // a rotated refresh token whose write failed: written again (in the flight, as any write of key)
+			m.saveHeld(ctx, key, sealed, rev)
+		}
 		return v, nil // another flight just ended
 	}
 	var sealed []byte
@@ -215,20 +224,9 @@ func (m *Manager) refresh(ctx context.Context, key, identity, backend string, a 
 	}
 	r.Refresh = t.Refresh.Reveal()
 	if err := m.store(ctx, r, t.Access, start, rev); err != nil {
-		// Another edge rotated it first: this token is valid still; the
-		// watch brings the new record.
-		m.hold(key, r, t.Access, start)
+		m.storeFailed(key, r, rev, t.Access, start, err) // refreshstore.go
 	}
 	return "Bearer " + t.Access.Value.Reveal(), nil
-}
-
-// hold keeps access for key without a bucket write.
-func (m *Manager) hold(key string, r Record, access tokenexchange.Token, start time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.entries[key]; e != nil {
-		e.access, e.until = access, tokenexchange.UseUntil(access, start, time.Time{})
-	}
 }
 
 // Forget drops identity's access token for backend (the backend answered

@@ -76,7 +76,8 @@ func Open(eo *EdgeOptions, mcpAddr string, o Options) (*signin.Manager, *Web) {
 			StartURL: strings.TrimSuffix(base, "/") + signin.StartPath, RedirectURL: strings.TrimSuffix(base, "/") + signin.LoginPath}
 	}
 	o.Manager = signin.Open(signin.Options{Key: eo.Key, JetStream: eo.JetStream, Replicas: eo.Replicas, HTTPClient: eo.HTTPClient,
-		RedirectURL: signin.CallbackURL(base), OnChange: web.Changed, Login: login, Unbound: eo.Unbound})
+		RedirectURL: signin.CallbackURL(base), OnChange: web.Changed, Login: login, Unbound: eo.Unbound,
+		Log: o.Log, StoreFailures: o.StoreFailures})
 	web.o = o
 	return o.Manager, web
 }
@@ -95,10 +96,12 @@ type Options struct {
 	Log   zerolog.Logger
 	// Outcomes counts callbacks and revocations by outcome; Changes the
 	// sign-ins and sign-outs heard; Dropped the notifications a full
-	// session queue dropped.
-	Outcomes *prometheus.CounterVec
-	Changes  prometheus.Counter
-	Dropped  prometheus.Counter
+	// session queue dropped; StoreFailures the rotated refresh tokens
+	// whose bucket write failed, by reason (signin.Options).
+	Outcomes      *prometheus.CounterVec
+	Changes       prometheus.Counter
+	Dropped       prometheus.Counter
+	StoreFailures *prometheus.CounterVec
 }
 
 // Web serves the sign-in routes and revocation of one edge; a nil Web
