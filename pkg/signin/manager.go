@@ -66,9 +66,16 @@ type Options struct {
 	// Log tells of each rotated refresh token whose bucket write failed
 	// (by the sign-in's key hash, never a token); zero: no logs.
 	Log zerolog.Logger
-	// StoreFailures counts those writes by reason (ReasonConflict,
-	// ReasonStoreError); nil: not counted.
+	// StoreFailures counts the failed writes of rotated refresh tokens
+	// (each attempt) by reason (ReasonConflict, ReasonStoreError,
+	// ReasonSealError); nil: not counted.
 	StoreFailures *prometheus.CounterVec
+	// Unsaved is set to the rotated refresh tokens held in memory, not
+	// yet written to the bucket (heldwriter.go); nil: not set.
+	Unsaved prometheus.Gauge
+	// SaveRetry is the pause between two writes of a held rotated refresh
+	// token, and how often Run writes the ones due (DefaultSaveRetry).
+	SaveRetry time.Duration
 }
 
 // entry is one sign-in as this edge holds it: the sealed record (a copy
@@ -80,8 +87,8 @@ type entry struct {
 	access            tokenexchange.Token
 	until             time.Time // the access token is used until then
 	// unsaved: sealed holds a rotated refresh token newer than the
-	// bucket's record at rev, whose write failed; it is written again at
-	// the first use from saveAt on (refreshstore.go).
+	// bucket's record at rev, whose write failed; Run's writer writes it
+	// again from saveAt on (heldwriter.go). Set by setUnsaved only.
 	unsaved bool
 	saveAt  time.Time
 }
@@ -102,12 +109,19 @@ type Manager struct {
 	flight singleflight.Group
 
 	mu        sync.Mutex
-	entries   map[string]*entry // by bucket key
+	entries   map[string]*entry   // by bucket key
+	held      map[string]struct{} // the keys of the entries unsaved
 	backends  map[string]discovered
 	clients   map[string]string // registered client ids by registration endpoint
 	refreshes int
 	ready     chan struct{} // closed once the watch delivered the bucket's content
 	changed   chan struct{} // closed (and replaced) at each sign-in held: Wait
+
+	// Test hooks of Run's writer of held tokens, set before Run: its
+	// ticks (nil: a ticker of Options.SaveRetry), and a call after each
+	// of its rounds.
+	saveTicks  <-chan time.Time
+	afterRound func()
 }
 
 // Open returns the sign-ins of options o; Run attaches the bucket.
@@ -130,7 +144,10 @@ func Open(o Options) *Manager {
 	if o.OnChange == nil {
 		o.OnChange = func(string, string) {}
 	}
-	return &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, backends: map[string]discovered{},
+	if o.SaveRetry <= 0 {
+		o.SaveRetry = DefaultSaveRetry
+	}
+	return &Manager{o: o, hc: newHTTPClient(o.HTTPClient), entries: map[string]*entry{}, held: map[string]struct{}{}, backends: map[string]discovered{},
 		clients: map[string]string{}, ready: make(chan struct{}), changed: make(chan struct{})}
 }
 
@@ -225,13 +242,20 @@ func (m *Manager) Ready() <-chan struct{} { return m.ready }
 
 // Run attaches the bucket (waiting for it) and follows it until ctx
 // ends: every edge's sign-ins and sign-outs reach this edge's memory (a
-// sign-out drops the access token) and OnChange.
+// sign-out drops the access token) and OnChange. Meanwhile it writes the
+// held rotated refresh tokens again (heldwriter.go), a last time when ctx
+// ends (bounded by finalSaveTimeout), and returns after that.
 func (m *Manager) Run(ctx context.Context) error {
 	kv, err := m.attach(ctx)
 	if err != nil {
 		return nil // ctx ended
 	}
 	m.kv.Store(&kv)
+	wctx, stop := context.WithCancel(ctx)
+	var writer sync.WaitGroup
+	writer.Go(func() { m.writeHeldLoop(wctx) })
+	defer writer.Wait()
+	defer stop()
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("sign-ins: watch %s: %w", m.o.Bucket, err)
@@ -264,7 +288,7 @@ func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
 	m.mu.Lock()
 	e := m.entries[key]
 	if u.Operation() != jetstream.KeyValuePut {
-		delete(m.entries, key)
+		m.dropEntry(key)
 		m.mu.Unlock()
 		if e != nil && notify {
 			m.o.OnChange(e.identity, e.backend)
@@ -290,7 +314,8 @@ func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
 		m.entries[key] = e
 	}
 	fresh := e.sealed == nil
-	e.sealed, e.rev, e.unsaved = u.Value(), u.Revision(), false // the bucket's newer record wins over an unsaved one
+	e.sealed, e.rev = u.Value(), u.Revision()
+	m.setUnsaved(key, e, false) // the bucket's newer record wins over an unsaved one
 	m.signal()
 	m.mu.Unlock()
 	if fresh && notify {

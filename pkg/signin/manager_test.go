@@ -43,6 +43,7 @@ type fleet struct {
 	mu      sync.Mutex
 	changes []string // "edge identity backend"
 	changed chan struct{}
+	rounds  map[*Manager]func() // each edge's writer of held tokens: one round
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 	// what open needs for another edge
@@ -63,7 +64,7 @@ func newFleet(t testing.TB, now func() time.Time) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{changed: make(chan struct{}, 1), js: js, key: key, now: now}
+	f := &fleet{changed: make(chan struct{}, 1), rounds: map[*Manager]func(){}, js: js, key: key, now: now}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() { f.cancel(); f.done.Wait() })
 	f.a, f.b = f.open("a"), f.open("b")
@@ -83,10 +84,24 @@ func (f *fleet) open(edge string) *Manager {
 			default:
 			}
 		}})
+	tick, round := make(chan time.Time), make(chan struct{})
+	m.saveTicks, m.afterRound = tick, func() { round <- struct{}{} }
+	f.mu.Lock()
+	f.rounds[m] = func() { tick <- time.Time{}; <-round }
+	f.mu.Unlock()
 	f.done.Add(1)
 	go func() { defer f.done.Done(); _ = m.Run(f.ctx) }()
 	<-m.Ready()
 	return m
+}
+
+// saveRound runs one round of m's writer of held tokens (m of f), at the
+// time of f's clock.
+func (f *fleet) saveRound(m *Manager) {
+	f.mu.Lock()
+	round := f.rounds[m]
+	f.mu.Unlock()
+	round()
 }
 
 // authorize is the user's browser at the authorization URL: the code and

@@ -1,8 +1,6 @@
 package signin
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"time"
 
@@ -16,24 +14,15 @@ import (
 const (
 	// ReasonConflict: the bucket's record changed since this edge read
 	// it (another edge rotated it first, or signed the user out); the
-	// watch brings the bucket's record.
+	// bucket's record wins.
 	ReasonConflict = "conflict"
 	// ReasonStoreError: the write itself failed (the bucket unreachable
 	// or refusing); the rotated token is held and written again.
 	ReasonStoreError = "store_error"
+	// ReasonSealError: the rotated token could not be sealed (a record
+	// over MaxRecord); it is neither written nor held.
+	ReasonSealError = "seal_error"
 )
-
-// saveRetryPause is the least time between two writes of a held rotated
-// refresh token; saveRetryTimeout bounds each (the caller whose use
-// triggers it waits for it).
-const (
-	saveRetryPause   = 10 * time.Second
-	saveRetryTimeout = 2 * time.Second
-)
-
-// saveDue reports whether e holds a rotated refresh token to write again
-// now.
-func (e *entry) saveDue(now time.Time) bool { return e.unsaved && !now.Before(e.saveAt) }
 
 // storeFailed takes a refresh whose rotated token r could not be written
 // over the bucket's revision rev (err). A conflict is as before: the
@@ -41,68 +30,70 @@ func (e *entry) saveDue(now time.Time) bool { return e.unsaved && !now.Before(e.
 // would lose the rotated token (an authorization server that rotates
 // refresh tokens has spent the one in the bucket, so the next refresh
 // from it would sign the user out): the record is held in memory over
-// rev, unsaved, used by this edge's next refresh and written again at the
-// first use after saveRetryPause (saveHeld).
+// rev, unsaved, used by this edge's next refresh and written again by
+// Run's writer from SaveRetry on (heldwriter.go).
 func (m *Manager) storeFailed(key string, r Record, rev uint64, access tokenexchange.Token, start time.Time, err error) {
 	until := tokenexchange.UseUntil(access, start, time.Time{})
+	const op = "refresh: write the rotated refresh token"
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		m.count(ReasonConflict)
-		m.o.Log.Info().Str("signin", key).Str("op", "refresh: write the rotated refresh token").
+		m.o.Log.Info().Str("signin", key).Str("op", op).
 			Msg("sign-in changed in the bucket meanwhile (another edge or a sign-out): the bucket's record wins; the access token is used")
 		m.mu.Lock()
 		if e := m.entries[key]; e != nil {
-			e.access, e.until, e.unsaved = access, until, false
+			e.access, e.until = access, until
+			m.setUnsaved(key, e, false)
 		}
 		m.mu.Unlock()
 		return
 	}
-	m.count(ReasonStoreError)
 	sealed, serr := m.o.Key.SealRecord(r)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entries[key]
-	held := serr == nil && e != nil && e.rev <= rev
 	if e != nil {
 		e.access, e.until = access, until
 	}
-	if held {
-		e.sealed, e.rev, e.unsaved, e.saveAt = sealed, rev, true, m.o.Now().Add(saveRetryPause)
-	}
-	m.o.Log.Warn().Err(err).Str("signin", key).Str("op", "refresh: write the rotated refresh token").Bool("held", held).
-		Msg("sign-in bucket write failed: the rotated refresh token is held in memory and written again at a later use (held false: not held, the bucket's token is spent at a rotating server)")
-}
-
-// saveHeld writes key's held rotated refresh token sealed over the
-// bucket's revision rev (the caller runs it in key's refresh flight, so
-// no other write of key runs meanwhile).
-func (m *Manager) saveHeld(ctx context.Context, key string, sealed []byte, rev uint64) {
-	kv, err := m.bucket()
-	var nrev uint64
-	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, saveRetryTimeout)
-		nrev, err = kv.Update(wctx, key, sealed, rev)
-		cancel()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.entries[key]
-	ours := e != nil && e.unsaved && bytes.Equal(e.sealed, sealed)
-	op := "retry: write the held rotated refresh token"
 	switch {
-	case err == nil:
-		if ours {
-			e.rev, e.unsaved = max(e.rev, nrev), false
-		}
-		m.o.Log.Info().Str("signin", key).Str("op", op).Msg("held rotated refresh token written to the sign-in bucket")
-	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-		if ours {
-			e.unsaved = false
-		}
-		m.count(ReasonConflict)
-		m.o.Log.Info().Str("signin", key).Str("op", op).Msg("sign-in changed in the bucket meanwhile: the bucket's record wins over the held one")
+	case serr != nil:
+		m.count(ReasonSealError)
+		m.o.Log.Warn().Err(serr).Str("signin", key).Str("op", op).Bool("held", false).
+			Msg("rotated refresh token cannot be sealed: neither written nor held; the access token is used (the bucket's refresh token may be spent if the server rotates them)")
+	case e == nil || e.rev > rev:
+		m.count(ReasonStoreError)
+		m.o.Log.Warn().Err(err).Str("signin", key).Str("op", op).Bool("held", false).
+			Msg("sign-in bucket write failed; the rotated refresh token is not held (the sign-in left this edge's memory, or a newer record of the bucket came meanwhile); the access token is used")
 	default:
 		m.count(ReasonStoreError)
-		m.o.Log.Warn().Err(err).Str("signin", key).Str("op", op).Msg("sign-in bucket write failed again: the rotated refresh token stays held")
+		e.sealed, e.rev, e.saveAt = sealed, rev, m.o.Now().Add(m.o.SaveRetry)
+		m.setUnsaved(key, e, true)
+		m.o.Log.Warn().Err(err).Str("signin", key).Str("op", op).Bool("held", true).
+			Msg("sign-in bucket write failed: the rotated refresh token is held in memory and written again in the background")
+	}
+}
+
+// setUnsaved marks key's entry e unsaved or not, keeping the held keys
+// and the Unsaved gauge; m.mu is held.
+func (m *Manager) setUnsaved(key string, e *entry, unsaved bool) {
+	e.unsaved = unsaved
+	if unsaved {
+		m.held[key] = struct{}{}
+	} else {
+		delete(m.held, key)
+	}
+	m.gaugeUnsaved()
+}
+
+// dropEntry forgets key's entry; m.mu is held.
+func (m *Manager) dropEntry(key string) {
+	delete(m.entries, key)
+	delete(m.held, key)
+	m.gaugeUnsaved()
+}
+
+func (m *Manager) gaugeUnsaved() {
+	if m.o.Unsaved != nil {
+		m.o.Unsaved.Set(float64(len(m.held)))
 	}
 }
 

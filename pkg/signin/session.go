@@ -132,7 +132,8 @@ func (m *Manager) store(ctx context.Context, r Record, access tokenexchange.Toke
 		m.entries[key] = e
 	}
 	if rev > e.rev {
-		e.sealed, e.rev, e.unsaved = sealed, rev, false
+		e.sealed, e.rev = sealed, rev
+		m.setUnsaved(key, e, false)
 	}
 	m.signal()
 	e.access, e.until = access, tokenexchange.UseUntil(access, start, time.Time{})
@@ -148,20 +149,38 @@ func (m *Manager) Authorization(ctx context.Context, identity, backend string, a
 	now := m.o.Now()
 	m.mu.Lock()
 	e := m.entries[key]
-	if e != nil && e.access.Value.Reveal() != "" && now.Before(e.until) && !e.saveDue(now) {
+	if e != nil && e.access.Value.Reveal() != "" && now.Before(e.until) {
 		v := "Bearer " + e.access.Value.Reveal()
 		m.mu.Unlock()
 		return v, nil
 	}
 	m.mu.Unlock()
-	v, err, _ := m.flight.Do("refresh\x00"+key, func() (any, error) {
-		return m.refresh(context.WithoutCancel(ctx), key, identity, backend, a)
-	})
-	if err != nil {
-		return "", err
+	for range maxJoinedWrites + 1 {
+		v, err, _ := m.flight.Do(refreshFlight+key, func() (any, error) {
+			return m.refresh(context.WithoutCancel(ctx), key, identity, backend, a)
+		})
+		if err != nil {
+			return "", err
+		}
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		// The flight joined was Run's write of a held token
+		// (heldwriter.go), no refresh: one of this call's own next.
 	}
-	return v.(string), nil
+	return "", fmt.Errorf("refresh the sign-in: %w", errBusy)
 }
+
+// refreshFlight prefixes a key's flight: its refreshes and the writes of
+// its held token, one at a time on this edge.
+const refreshFlight = "refresh\x00"
+
+// maxJoinedWrites bounds the writes of a held token an Authorization
+// joins before its refresh (Run writes a key at most once a round).
+const maxJoinedWrites = 2
+
+// errBusy: every flight an Authorization joined was a write.
+var errBusy = errors.New("sign-in busy: the held token's writes kept running")
 
 // refresh obtains a new access token of key's sign-in.
 func (m *Manager) refresh(ctx context.Context, key, identity, backend string, a *credential.Auth) (string, error) {
@@ -170,15 +189,7 @@ func (m *Manager) refresh(ctx context.Context, key, identity, backend string, a 
 	e := m.entries[key]
 	if e != nil && e.access.Value.Reveal() != "" && now.Before(e.until) {
 		v := "Bearer " + e.access.Value.Reveal()
-		save := e.saveDue(now)
-		if save {
-			e.saveAt = now.Add(saveRetryPause)
-		}
-		sealed, rev := e.sealed, e.rev
 		m.mu.Unlock()
-		if save { // a rotated refresh token whose write failed: written again (in the flight, as any write of key)
-			m.saveHeld(ctx, key, sealed, rev)
-		}
 		return v, nil // another flight just ended
 	}
 	var sealed []byte
@@ -245,7 +256,7 @@ func (m *Manager) SignOut(ctx context.Context, identity, backend string) error {
 	key := KeyOf(identity, backend)
 	m.mu.Lock()
 	e := m.entries[key]
-	delete(m.entries, key)
+	m.dropEntry(key)
 	m.mu.Unlock()
 	kv, err := m.bucket()
 	if err != nil {
