@@ -1,0 +1,181 @@
+package signin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
+)
+
+// stallingKV is a bucket whose Update waits for its context to end while
+// stalled, and succeeds otherwise.
+type stallingKV struct {
+	jetstream.KeyValue
+	mu      sync.Mutex
+	stalled bool
+	updates int
+}
+
+func (s *stallingKV) Update(ctx context.Context, _ string, _ []byte, rev uint64) (uint64, error) {
+	s.mu.Lock()
+	s.updates++
+	stalled := s.stalled
+	s.mu.Unlock()
+	if stalled {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return rev + 1, nil
+}
+
+func (s *stallingKV) state() (updates int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.updates
+}
+
+// heldManager is a manager (not run: no watch) over kv holding alice's
+// rotated token, whose write over revision rev failed.
+func heldManager(t *testing.T, kv jetstream.KeyValue, rev uint64, o Options) *Manager {
+	t.Helper()
+	key, err := NewKey([]byte(strings.Repeat("s", 40)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Key = key
+	m := Open(o)
+	m.kv.Store(&kv)
+	k := KeyOf(alice, "docs")
+	m.entries[k] = &entry{identity: alice, backend: "docs", sealed: []byte("the bucket's"), rev: rev}
+	r := Record{Identity: alice, Backend: "docs", Refresh: "rotated", ClientID: "c", TokenEndpoint: "https://as/token"}
+	m.storeFailed(k, r, rev, tokenexchange.Token{}, time.Now(), errors.New("nats: timeout"))
+	if !m.entries[k].unsaved {
+		t.Fatal("not held")
+	}
+	return m
+}
+
+// Run's writer wakes every SaveRetry (the default 10 s) and writes the
+// held tokens due; a stalled bucket costs a round saveRetryTimeout, and
+// the writes when the writer stops take at most finalSaveTimeout in all,
+// after which the tokens still held are logged as lost (by count).
+func TestHeldWriterCadenceAndStopBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		kv := &stallingKV{stalled: true}
+		failures := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "failures"}, []string{"reason"})
+		unsaved := prometheus.NewGauge(prometheus.GaugeOpts{Name: "unsaved"})
+		logs := &lockedBuffer{}
+		m := heldManager(t, kv, 3, Options{StoreFailures: failures, Unsaved: unsaved, Log: zerolog.New(logs)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); m.writeHeldLoop(ctx) }()
+		time.Sleep(DefaultSaveRetry - time.Millisecond)
+		synctest.Wait()
+		if kv.state() != 0 {
+			t.Fatalf("written before the pause: %d", kv.state())
+		}
+		time.Sleep(time.Millisecond) // the tick: a write, stalled
+		synctest.Wait()
+		if kv.state() != 1 || testutil.ToFloat64(failures.WithLabelValues(ReasonStoreError)) != 1 {
+			t.Fatalf("at the tick: writes %d", kv.state())
+		}
+		time.Sleep(saveRetryTimeout)
+		synctest.Wait()
+		if n := testutil.ToFloat64(failures.WithLabelValues(ReasonStoreError)); n != 2 || testutil.ToFloat64(unsaved) != 1 {
+			t.Fatalf("after the stalled write: store_error %v, gauge %v", n, testutil.ToFloat64(unsaved))
+		}
+		start := time.Now()
+		cancel()
+		<-done
+		if d := time.Since(start); d != finalSaveTimeout || kv.state() != 2 {
+			t.Fatalf("stop took %v, writes %d", d, kv.state())
+		}
+		if !strings.Contains(logs.String(), `"held":1`) || !strings.Contains(logs.String(), "lost") {
+			t.Fatalf("tokens lost at stop not logged:\n%s", logs.String())
+		}
+	})
+}
+
+// A healthy bucket: the first tick from the pause on writes the held
+// token, once.
+func TestHeldWriterWritesOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		kv := &stallingKV{}
+		unsaved := prometheus.NewGauge(prometheus.GaugeOpts{Name: "unsaved"})
+		m := heldManager(t, kv, 3, Options{Unsaved: unsaved, SaveRetry: time.Minute})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); m.writeHeldLoop(ctx) }()
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		m.mu.Lock()
+		rev := m.entries[KeyOf(alice, "docs")].rev
+		m.mu.Unlock()
+		if kv.state() != 1 || testutil.ToFloat64(unsaved) != 0 || rev != 4 {
+			t.Fatalf("writes %d, gauge %v, rev %d", kv.state(), testutil.ToFloat64(unsaved), rev)
+		}
+		cancel()
+		<-done
+		if kv.state() != 1 {
+			t.Fatalf("written again at stop: %d", kv.state())
+		}
+	})
+}
+
+// After a retry's conflict, the entry holds the bucket's record and
+// revision at once (before the watch brings it: here there is none); a
+// sign-out meanwhile leaves it no record, so a refresh reads the bucket.
+func TestHeldRetryConflictTakesBucketRecord(t *testing.T) {
+	f := newFleet(t, nil)
+	kv, err := f.a.bucket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, k := context.Background(), KeyOf(alice, "docs")
+	for _, signedOut := range []bool{false, true} {
+		old, err := kv.Put(ctx, k, []byte("the record the held token was rotated from"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := heldManager(t, kv, old, Options{})
+		newer, err := m.o.Key.SealRecord(Record{Identity: alice, Backend: "docs", Refresh: "rt-newer", ClientID: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := kv.Put(ctx, k, newer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if signedOut {
+			if err := kv.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.writeHeld(ctx, k, time.Now(), true); err != nil {
+			t.Fatal(err)
+		}
+		e := m.entries[k]
+		switch {
+		case e.unsaved || len(m.held) != 0:
+			t.Fatalf("signed out %v: still held", signedOut)
+		case signedOut && (e.sealed != nil || m.SignedIn(alice, "docs")):
+			t.Fatal("signed out: the held record kept")
+		case !signedOut && (!bytes.Equal(e.sealed, newer) || e.rev != rev):
+			t.Fatalf("the bucket's record not taken: rev %d of %d", e.rev, rev)
+		}
+		if cur, err := kv.Get(ctx, k); !signedOut && (err != nil || !bytes.Equal(cur.Value(), newer)) {
+			t.Fatalf("the bucket's record overwritten: %v", err)
+		}
+	}
+}
