@@ -37,9 +37,11 @@ type metrics struct {
 	// signInChanges the sign-ins and sign-outs (of any edge) heard.
 	signIns       *prometheus.CounterVec
 	signInChanges prometheus.Counter
-	// signInStoreFailures counts the rotated refresh tokens whose
-	// sign-in bucket write failed, by reason.
+	// signInStoreFailures counts the failed sign-in bucket writes of
+	// rotated refresh tokens, by reason; signInUnsaved the rotated tokens
+	// held in memory, not yet written.
 	signInStoreFailures *prometheus.CounterVec
+	signInUnsaved       prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -86,11 +88,13 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		signInChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetgate_edge_signin_changes_total",
 			Help: "Sign-ins and sign-outs of user_oauth backends heard from the sign-in bucket (any edge): each makes the user's sessions here list again."}),
 		signInStoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetgate_edge_signin_store_failures_total",
-			Help: "Rotated refresh tokens of user_oauth sign-ins whose sign-in bucket write failed, by reason (conflict: the bucket's record changed meanwhile and wins; store_error: the write failed, the token is held in memory and written again at a later use)."}, []string{"reason"}),
+			Help: "Failed sign-in bucket writes of rotated refresh tokens of user_oauth sign-ins (each attempt, retries included), by reason (conflict: the bucket's record changed meanwhile and wins; store_error: the write failed, the token is held in memory and written again in the background; seal_error: the token could not be sealed, neither written nor held)."}, []string{"reason"}),
+		signInUnsaved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetgate_edge_signin_unsaved",
+			Help: "Rotated refresh tokens of user_oauth sign-ins held in this edge's memory, their sign-in bucket write failed, not yet written again (lost if the edge stops before)."}),
 	}
 	reg.MustRegister(m.sessions, m.notifications, m.batches, m.latency, m.applied, m.viewTools, m.collisions,
 		m.callSeconds, m.callErrors, m.notifyDropped, m.streams,
-		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped, m.signIns, m.signInChanges, m.signInStoreFailures)
+		m.connRefused, m.idleEnded, m.refusals, m.recordsWritten, m.slowDropped, m.signIns, m.signInChanges, m.signInStoreFailures, m.signInUnsaved)
 	return m
 }
 

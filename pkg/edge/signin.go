@@ -19,7 +19,7 @@ func openSignIns(e *Edge) (*signin.Manager, *signins.Web) {
 	}
 	return signins.Open(e.opts.SignIns, e.mcpLn.Addr().String(), signins.Options{Sessions: e.reg, Log: e.log, Fleet: e.bearer.Fleet(),
 		Owner: e.opts.OwnerKey.Hash, Outcomes: e.m.signIns, Changes: e.m.signInChanges, Dropped: e.m.notifyDropped,
-		StoreFailures: e.m.signInStoreFailures,
+		StoreFailures: e.m.signInStoreFailures, Unsaved: e.m.signInUnsaved,
 		Backend: func(name string) (events.BackendConfig, bool) {
 			cfg, ok := (*e.backends.Load())[name]
 			return cfg, ok

@@ -27,14 +27,16 @@
 //     the sign-in.
 //   - The token endpoint (client.go): code and refresh grants, dynamic
 //     client registration (RFC 7591) when no client_id is configured.
-//   - Storage (vault.go, store.go): each refresh token sealed under the
+//   - Storage (vault.go, session.go): each refresh token sealed under the
 //     sign-in key, bound to its identity and backend, in a NATS KV bucket
 //     keyed by a hash of both; every edge watches the bucket, so a session
 //     that moves to another edge keeps its sign-in and a sign-out or
 //     revocation is fleet-wide. Access tokens are held in memory only and
 //     refreshed on expiry or when the backend answers 401. A refresh's
-//     rotated token whose write fails (refreshstore.go) is held in memory
-//     and written again at a later use, logged and counted.
+//     rotated token whose write fails (refreshstore.go) is held in memory,
+//     used by this edge's next refresh, and written again by Run in the
+//     background every SaveRetry and once more when Run stops
+//     (heldwriter.go), never over a newer record; logged and counted.
 //
 // Tokens are credential.Secret values; no error text of this package
 // quotes a token, a code, a verifier, a client secret or a state.

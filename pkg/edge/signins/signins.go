@@ -77,7 +77,7 @@ func Open(eo *EdgeOptions, mcpAddr string, o Options) (*signin.Manager, *Web) {
 	}
 	o.Manager = signin.Open(signin.Options{Key: eo.Key, JetStream: eo.JetStream, Replicas: eo.Replicas, HTTPClient: eo.HTTPClient,
 		RedirectURL: signin.CallbackURL(base), OnChange: web.Changed, Login: login, Unbound: eo.Unbound,
-		Log: o.Log, StoreFailures: o.StoreFailures})
+		Log: o.Log, StoreFailures: o.StoreFailures, Unsaved: o.Unsaved})
 	web.o = o
 	return o.Manager, web
 }
@@ -96,12 +96,14 @@ type Options struct {
 	Log   zerolog.Logger
 	// Outcomes counts callbacks and revocations by outcome; Changes the
 	// sign-ins and sign-outs heard; Dropped the notifications a full
-	// session queue dropped; StoreFailures the rotated refresh tokens
-	// whose bucket write failed, by reason (signin.Options).
+	// session queue dropped; StoreFailures the failed bucket writes of
+	// rotated refresh tokens, by reason; Unsaved the rotated tokens held
+	// in memory, not yet written (signin.Options).
 	Outcomes      *prometheus.CounterVec
 	Changes       prometheus.Counter
 	Dropped       prometheus.Counter
 	StoreFailures *prometheus.CounterVec
+	Unsaved       prometheus.Gauge
 }
 
 // Web serves the sign-in routes and revocation of one edge; a nil Web
