@@ -68,7 +68,10 @@ func (m *Manager) writeHeldLoop(ctx context.Context) {
 // writeHeldRound writes the held tokens due now (all of them with all),
 // the longest due first, each in its key's refresh flight; it stops at
 // the first failure other than a conflict (the others wait for the next
-// round) or when ctx ends.
+// round) or when ctx ends. A refresh of a key running meanwhile is joined
+// instead (it writes its own rotated token, or holds it): that wait is
+// bounded by the refresh's own (Options.Timeout, then its bucket write),
+// not by ctx.
 func (m *Manager) writeHeldRound(ctx context.Context, all bool) {
 	now := m.o.Now()
 	type due struct {
