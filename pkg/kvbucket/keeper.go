@@ -109,8 +109,9 @@ type Keeper struct {
 
 // bucketState is what a Keeper remembers of a bucket between looks.
 type bucketState struct {
-	failures int    // consecutive failed checks
-	left     string // the Left settings last logged
+	failures     int    // consecutive failed checks
+	repairWarned bool   // a failed repair of the streak was logged at warn
+	left         string // the Left settings last logged
 }
 
 // NewKeeper returns the keeper of the bucket streams want (each from
@@ -250,17 +251,19 @@ func (k *Keeper) noteLeft(bucket string, st *bucketState, left []string) {
 }
 
 // failed counts and logs a failed check of bucket: the look, or the
-// repair r (nil for a look).
+// repair r (nil for a look). It warns at the first failed repair of a
+// streak and at the streak's failureStreak-th failure, once each.
 func (k *Keeper) failed(bucket string, st *bucketState, err error, r *Repair) {
 	k.failures.WithLabelValues(bucket).Inc()
 	st.failures++
 	switch {
+	case r != nil && !st.repairWarned:
+		st.repairWarned = true
+		k.log.Warn().Err(err).Str("bucket", bucket).Strs("drift", r.Drift).Bool("missing", r.Missing).Int("failures", st.failures).
+			Msg("KV bucket's limits or hardening are loosened or it is missing; restoring them failed")
 	case st.failures == failureStreak:
 		k.log.Warn().Err(err).Str("bucket", bucket).Int("failures", st.failures).
 			Msg("KV bucket: the bucket keeper's checks failed repeatedly; its limits and hardening are not watched until one succeeds")
-	case r != nil && st.failures == 1:
-		k.log.Warn().Err(err).Str("bucket", bucket).Strs("drift", r.Drift).Bool("missing", r.Missing).
-			Msg("KV bucket's limits or hardening are loosened or it is missing; restoring them failed")
 	default:
 		k.log.Debug().Err(err).Str("bucket", bucket).Int("failures", st.failures).Msg("KV bucket: bucket keeper check failed")
 	}
@@ -271,5 +274,5 @@ func (k *Keeper) succeeded(bucket string, st *bucketState) {
 	if st.failures >= failureStreak {
 		k.log.Info().Str("bucket", bucket).Int("failures", st.failures).Msg("KV bucket: the bucket keeper's checks succeed again")
 	}
-	st.failures = 0
+	st.failures, st.repairWarned = 0, false
 }
