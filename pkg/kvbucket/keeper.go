@@ -193,8 +193,8 @@ func (k *Keeper) leading() bool { return k.opts.Leading == nil || k.opts.Leading
 
 // keep looks at the stream of w and writes its repair, if any, within
 // Timeout; ok when it wrote.
-func (k *Keeper) keep(ctx context.Context, w jetstream.StreamConfig) (r Repair, ok bool) {
-	ctx, cancel := context.WithTimeout(ctx, k.opts.Timeout)
+func (k *Keeper) keep(parent context.Context, w jetstream.StreamConfig) (r Repair, ok bool) {
+	ctx, cancel := context.WithTimeout(parent, k.opts.Timeout)
 	defer cancel()
 	bucket, st := Repair{Want: w}.Bucket(), k.state[w.Name]
 	var seen Seen
@@ -203,6 +203,8 @@ func (k *Keeper) keep(ctx context.Context, w jetstream.StreamConfig) (r Repair, 
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		seen.Missing = true
 		st.left = ""
+	case parent.Err() != nil: // shutting down: no failure of the bucket's
+		return Repair{}, false
 	case err != nil:
 		k.failed(bucket, st, fmt.Errorf("bucket keeper: look at stream %s: %w", w.Name, err), nil)
 		return Repair{}, false
@@ -225,7 +227,9 @@ func (k *Keeper) keep(ctx context.Context, w jetstream.StreamConfig) (r Repair, 
 		_, err = k.js.UpdateStream(ctx, r.Config)
 	}
 	if err != nil {
-		k.failed(bucket, st, fmt.Errorf("bucket keeper: write stream %s: %w", w.Name, err), &r)
+		if parent.Err() == nil {
+			k.failed(bucket, st, fmt.Errorf("bucket keeper: write stream %s: %w", w.Name, err), &r)
+		}
 		return Repair{}, false
 	}
 	k.succeeded(bucket, st)

@@ -1,6 +1,7 @@
 package kvbucket
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -173,4 +174,30 @@ func TestKeeperBucketTimeout(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A look that the keeper's end cuts short is no failed check, and Run
+// returns.
+func TestKeeperShutdownMidLook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20})
+		fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{}, block: true}
+		var logs syncBuffer
+		k := newTestKeeper(t, fs, &logs, KeeperOptions{}, a)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- k.Run(ctx) }()
+		time.Sleep(DefaultKeeperInterval + time.Second)
+		synctest.Wait()
+		if looks, _ := fs.counts(); looks != 1 {
+			t.Fatalf("%d looks, want 1 under way", looks)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if n := testutil.ToFloat64(k.failures.WithLabelValues("a")); n != 0 {
+			t.Fatalf("check_failures{a} = %v after a shutdown", n)
+		}
+	})
 }
