@@ -173,9 +173,11 @@ func (a *natsAccess) buckets(replicas int) []jetstream.StreamConfig {
 	}
 }
 
-// bucketKeeper keeps the hardening of the buckets edges write
-// (kvbucket.Keeper) while this controller leads: an update of a bucket's
-// stream after provision (nats kv edit) is undone within a minute.
+// bucketKeeper keeps the hardening and bounds of the buckets edges write
+// (kvbucket.Keeper) while this controller leads: a setting an update of a
+// bucket's stream after provision (nats kv edit) loosened is restored
+// within a minute; one it changed without loosening (a larger or smaller
+// bucket, other replicas) is left and logged. zl names the controller.
 func (a *natsAccess) bucketKeeper(js jetstream.JetStream, replicas int, leading func() bool, reg prometheus.Registerer, zl *zerolog.Logger) (*kvbucket.Keeper, error) {
 	return kvbucket.NewKeeper(js, a.buckets(replicas), &kvbucket.KeeperOptions{Leading: leading, Registerer: reg, Logger: zl})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 	"github.com/fleetgate/fleetgate/pkg/signin"
 )
 
@@ -92,10 +93,11 @@ func TestStorePlanMirrors(t *testing.T) {
 	}
 }
 
-// TestBucketKeeperMatchesProvision: the keeper keeps the buckets to what
-// provision makes them (with the flags' sizes), so it finds nothing to
-// re-apply on a fresh provision, and restores a bucket whose limits an
-// update loosened, counted by bucket in the controller's metrics.
+// TestBucketKeeperMatchesProvision: the keeper compares the buckets with
+// what provision makes them (with the flags' sizes), so it finds nothing
+// to restore on a fresh provision; it restores a bucket whose limits an
+// update loosened, counted by bucket in the controller's metrics, and
+// leaves a session bucket an operator made larger.
 func TestBucketKeeperMatchesProvision(t *testing.T) {
 	node := natstest.Start(t)
 	js := natstest.JetStream(t, node.ClientURL())
@@ -128,14 +130,35 @@ func TestBucketKeeperMatchesProvision(t *testing.T) {
 	if r := k.Keep(ctx); len(r) != 1 || r[0].Bucket() != signin.DefaultBucket {
 		t.Fatalf("repairs %+v", r)
 	}
+	st, err = js.Stream(ctx, "KV_"+sessionstore.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	larger := st.CachedInfo().Config
+	larger.MaxBytes = 32 << 20
+	if _, err := js.UpdateStream(ctx, larger); err != nil {
+		t.Fatal(err)
+	}
+	if r := k.Keep(ctx); len(r) != 0 {
+		t.Fatalf("a larger session bucket repaired: %+v", r)
+	}
+	if st, err := js.Stream(ctx, "KV_"+sessionstore.DefaultBucket); err != nil || st.CachedInfo().Config.MaxBytes != 32<<20 {
+		t.Fatalf("session bucket after a look: %v", err)
+	}
 	want := `
-# HELP fleetgate_controller_kv_hardening_reapplied_total KV bucket streams provisioned again by the controller, by bucket: found missing, or with a config that drifted from the bucket's limits and hardening.
+# HELP fleetgate_controller_kv_hardening_check_failures_total Failed checks of a KV bucket stream by the controller's bucket keeper, by bucket: the look at the stream or its repair failed.
+# TYPE fleetgate_controller_kv_hardening_check_failures_total counter
+fleetgate_controller_kv_hardening_check_failures_total{bucket="fleetgate_edges"} 0
+fleetgate_controller_kv_hardening_check_failures_total{bucket="fleetgate_sessions"} 0
+fleetgate_controller_kv_hardening_check_failures_total{bucket="fleetgate_signins"} 0
+# HELP fleetgate_controller_kv_hardening_reapplied_total KV bucket streams written by the controller's bucket keeper, by bucket: found missing and created, or found with loosened limits or hardening and restored.
 # TYPE fleetgate_controller_kv_hardening_reapplied_total counter
 fleetgate_controller_kv_hardening_reapplied_total{bucket="fleetgate_edges"} 0
 fleetgate_controller_kv_hardening_reapplied_total{bucket="fleetgate_sessions"} 0
 fleetgate_controller_kv_hardening_reapplied_total{bucket="fleetgate_signins"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fleetgate_controller_kv_hardening_reapplied_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "fleetgate_controller_kv_hardening_reapplied_total",
+		"fleetgate_controller_kv_hardening_check_failures_total"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,7 +27,8 @@ func streamConfig(replicas int) jetstream.StreamConfig {
 }
 
 // BucketConfig is the stream of the bucket with replicas as Provision
-// makes it: what the controller's kvbucket.Keeper keeps it to.
+// makes it: what the controller's kvbucket.Keeper restores loosened
+// settings to.
 func BucketConfig(replicas int) jetstream.StreamConfig { return streamConfig(replicas) }
 
 // recordOverhead is room for a record's subject and headers in a stream

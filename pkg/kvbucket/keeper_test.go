@@ -1,14 +1,10 @@
 package kvbucket
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,243 +15,6 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 )
-
-func TestRepairs(t *testing.T) {
-	a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20, MaxAge: time.Hour, Discard: jetstream.DiscardOld})
-	b := Hardened("b", jetstream.StreamConfig{MaxBytes: 2 << 20, AllowMsgTTL: true})
-	loosen := func(c jetstream.StreamConfig, f func(*jetstream.StreamConfig)) jetstream.StreamConfig {
-		f(&c)
-		return c
-	}
-	want := []jetstream.StreamConfig{a, b}
-	for _, c := range []struct {
-		name string
-		seen map[string]Seen
-		want []string // "bucket missing" or "bucket drift,drift"
-	}{
-		{"both current", map[string]Seen{"KV_a": {Config: a}, "KV_b": {Config: b}}, nil},
-		{"nothing seen (looks failed)", map[string]Seen{}, nil},
-		{"roll-ups allowed", map[string]Seen{"KV_a": {Config: loosen(a, func(c *jetstream.StreamConfig) { c.AllowRollup = true })}, "KV_b": {Config: b}},
-			[]string{"a allow_rollup_hdrs"}},
-		{"nats kv edit: a plain KV stream", map[string]Seen{"KV_b": {Config: loosen(b, func(c *jetstream.StreamConfig) {
-			c.AllowRollup, c.DenyPurge, c.DenyDelete, c.SubjectDeleteMarkerTTL = true, false, false, time.Minute
-		})}}, []string{"b allow_rollup_hdrs,deny_purge,deny_delete,subject_delete_marker_ttl"}},
-		{"limits changed", map[string]Seen{"KV_a": {Config: loosen(a, func(c *jetstream.StreamConfig) {
-			c.MaxBytes, c.MaxAge, c.Discard, c.MaxMsgsPerSubject = -1, 0, jetstream.DiscardNew, 5
-		})}}, []string{"a max_bytes,max_age,discard,max_msgs_per_subject"}},
-		{"direct gets off, replicas, size", map[string]Seen{"KV_a": {Config: loosen(a, func(c *jetstream.StreamConfig) {
-			c.AllowDirect, c.Replicas, c.MaxMsgSize = false, 3, 1024
-		})}}, []string{"a max_msg_size,num_replicas,allow_direct"}},
-		{"per-message TTLs off where wanted", map[string]Seen{"KV_b": {Config: loosen(b, func(c *jetstream.StreamConfig) { c.AllowMsgTTL = false })}},
-			[]string{"b allow_msg_ttl"}},
-		{"TTLs on where not wanted: current", map[string]Seen{"KV_a": {Config: loosen(a, func(c *jetstream.StreamConfig) { c.AllowMsgTTL = true })}}, nil},
-		{"unlimited as 0 or -1: current", map[string]Seen{"KV_b": {Config: loosen(b, func(c *jetstream.StreamConfig) { c.MaxMsgSize = -1 })}}, nil},
-		{"a missing, b drifted", map[string]Seen{"KV_a": {Missing: true}, "KV_b": {Config: loosen(b, func(c *jetstream.StreamConfig) { c.DenyPurge = false })}},
-			[]string{"a missing", "b deny_purge"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var got []string
-			for _, r := range Repairs(want, c.seen) {
-				if r.Missing {
-					got = append(got, r.Bucket()+" missing")
-				} else {
-					got = append(got, r.Bucket()+" "+strings.Join(r.Drift, ","))
-				}
-			}
-			if !slices.Equal(got, c.want) {
-				t.Fatalf("repairs %q, want %q", got, c.want)
-			}
-		})
-	}
-}
-
-// fakeStreams is a JetStream's stream configs, in memory: what a Keeper
-// looks at and updates.
-type fakeStreams struct {
-	jetstream.StreamManager // nil: any other method panics
-	mu                      sync.Mutex
-	cfgs                    map[string]jetstream.StreamConfig
-	looks, updates          int
-	fail                    error // every look fails with it
-}
-
-type fakeStream struct {
-	jetstream.Stream
-	info *jetstream.StreamInfo
-}
-
-func (s fakeStream) CachedInfo() *jetstream.StreamInfo { return s.info }
-
-func (f *fakeStreams) Stream(_ context.Context, name string) (jetstream.Stream, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.looks++
-	if f.fail != nil {
-		return nil, f.fail
-	}
-	cfg, ok := f.cfgs[name]
-	if !ok {
-		return nil, jetstream.ErrStreamNotFound
-	}
-	return fakeStream{info: &jetstream.StreamInfo{Config: cfg}}, nil
-}
-
-func (f *fakeStreams) CreateStream(_ context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	return f.UpdateStream(context.Background(), cfg)
-}
-
-func (f *fakeStreams) UpdateStream(_ context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.updates++
-	f.cfgs[cfg.Name] = cfg
-	return fakeStream{info: &jetstream.StreamInfo{Config: cfg}}, nil
-}
-
-func (f *fakeStreams) set(cfg jetstream.StreamConfig) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cfgs[cfg.Name] = cfg
-}
-
-func (f *fakeStreams) get(name string) jetstream.StreamConfig {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.cfgs[name]
-}
-
-func (f *fakeStreams) counts() (looks, updates int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.looks, f.updates
-}
-
-// syncBuffer is a log destination safe for the keeper's goroutine and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// The keeper looks once a minute (the default), only while leading; a
-// loosened bucket is hardened again at the next look, logged at warn and
-// counted by bucket; a current one is left alone; a failed look writes
-// nothing; Run returns once ctx ends.
-func TestKeeperLoop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20})
-		b := Hardened("b", jetstream.StreamConfig{MaxBytes: 1 << 20})
-		fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": a, "KV_b": b}}
-		var leading sync.Mutex
-		lead := false
-		var logs syncBuffer
-		zl := zerolog.New(&logs)
-		reg := prometheus.NewRegistry()
-		k, err := NewKeeper(fs, []jetstream.StreamConfig{a, b}, &KeeperOptions{Registerer: reg, Logger: &zl,
-			Leading: func() bool { leading.Lock(); defer leading.Unlock(); return lead }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- k.Run(ctx) }()
-
-		loose := a
-		loose.AllowRollup, loose.DenyPurge = true, false
-		fs.set(loose)
-		time.Sleep(DefaultKeeperInterval)
-		synctest.Wait()
-		if looks, updates := fs.counts(); looks != 0 || updates != 0 {
-			t.Fatalf("a keeper that does not lead looked %d times, wrote %d", looks, updates)
-		}
-		leading.Lock()
-		lead = true
-		leading.Unlock()
-		time.Sleep(DefaultKeeperInterval - time.Second)
-		synctest.Wait()
-		if looks, _ := fs.counts(); looks != 0 {
-			t.Fatal("looked before the interval")
-		}
-		time.Sleep(time.Second)
-		synctest.Wait()
-		if looks, updates := fs.counts(); looks != 3 || updates != 1 { // Provision looks again
-			t.Fatalf("first look: %d looks, %d updates; want 3, 1", looks, updates)
-		}
-		if cfg := fs.get("KV_a"); !Current(cfg, a) {
-			t.Fatalf("not hardened again: %+v", cfg)
-		}
-		if n := testutil.ToFloat64(k.reapplied.WithLabelValues("a")); n != 1 {
-			t.Fatalf("reapplied{a} = %v", n)
-		}
-		if n := testutil.ToFloat64(k.reapplied.WithLabelValues("b")); n != 0 {
-			t.Fatalf("reapplied{b} = %v", n)
-		}
-		if l := logs.String(); !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, `"bucket":"a"`) ||
-			!strings.Contains(l, "allow_rollup_hdrs") || strings.Contains(l, `"bucket":"b"`) {
-			t.Fatalf("log:\n%s", l)
-		}
-		time.Sleep(DefaultKeeperInterval)
-		synctest.Wait()
-		if looks, updates := fs.counts(); looks != 5 || updates != 1 {
-			t.Fatalf("second look: %d looks, %d updates; want 5, 1", looks, updates)
-		}
-		fs.mu.Lock()
-		fs.fail = errors.New("nats: timeout")
-		fs.mu.Unlock()
-		time.Sleep(DefaultKeeperInterval)
-		synctest.Wait()
-		if looks, updates := fs.counts(); looks != 7 || updates != 1 {
-			t.Fatalf("failed look: %d looks, %d updates; want 7, 1", looks, updates)
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		n, err := testutil.GatherAndCount(reg, "fleetgate_controller_kv_hardening_reapplied_total")
-		if err != nil || n != 2 {
-			t.Fatalf("registered series %d: %v", n, err)
-		}
-	})
-}
-
-// A missing bucket is created again, hardened; the interval is an option.
-func TestKeeperRecreatesMissing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20})
-		fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{}}
-		k, err := NewKeeper(fs, []jetstream.StreamConfig{a}, &KeeperOptions{Interval: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- k.Run(ctx) }()
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		if cfg := fs.get("KV_a"); !Current(cfg, a) {
-			t.Fatalf("missing bucket not created again: %+v", cfg)
-		}
-		if n := testutil.ToFloat64(k.reapplied.WithLabelValues("a")); n != 1 {
-			t.Fatalf("reapplied{a} = %v", n)
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	})
-}
 
 func TestNewKeeperRefusesOtherStreams(t *testing.T) {
 	if _, err := NewKeeper(&fakeStreams{}, []jetstream.StreamConfig{{Name: "EVENTS"}}, nil); err == nil {
@@ -363,5 +122,108 @@ func TestServerKeepsHardeningSwitches(t *testing.T) {
 		if _, err := js.UpdateStream(ctx, cfg); err == nil {
 			t.Errorf("the server allowed %s on a hardened stream", name)
 		}
+	}
+}
+
+// writeCounter counts the stream writes through a StreamManager.
+type writeCounter struct {
+	jetstream.StreamManager
+	mu     sync.Mutex
+	writes int
+}
+
+func (w *writeCounter) CreateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	w.mu.Lock()
+	w.writes++
+	w.mu.Unlock()
+	return w.StreamManager.CreateStream(ctx, cfg)
+}
+
+func (w *writeCounter) UpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	w.mu.Lock()
+	w.writes++
+	w.mu.Unlock()
+	return w.StreamManager.UpdateStream(ctx, cfg)
+}
+
+func (w *writeCounter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes
+}
+
+// On a real JetStream: an operator raises a bucket's MaxBytes (nats kv
+// edit --max-bucket-size), replicas as they were; the keeper leaves the
+// larger size (no write, nothing counted, logged once at info). A
+// loosening on top of it is restored with the larger size kept.
+func TestKeeperLeavesRaisedMaxBytes(t *testing.T) {
+	node := natstest.Start(t)
+	js := natstest.JetStream(t, node.ClientURL())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	want := Hardened("s", jetstream.StreamConfig{MaxBytes: 1 << 20, MaxMsgSize: 16 << 10, MaxAge: time.Hour,
+		Storage: jetstream.FileStorage, Discard: jetstream.DiscardOld, AllowMsgTTL: true})
+	if err := Provision(ctx, js, want); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised := st.CachedInfo().Config
+	raised.MaxBytes = 4 << 20
+	if _, err := js.UpdateStream(ctx, raised); err != nil {
+		t.Fatal(err)
+	}
+	wc := &writeCounter{StreamManager: js}
+	var logs syncBuffer
+	zl := zerolog.New(&logs)
+	k, err := NewKeeper(wc, []jetstream.StreamConfig{want}, &KeeperOptions{Logger: &zl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if r := k.Keep(ctx); len(r) != 0 {
+			t.Fatalf("repaired a raised MaxBytes: %+v", r)
+		}
+	}
+	if n := wc.count(); n != 0 {
+		t.Fatalf("%d writes", n)
+	}
+	if n := testutil.ToFloat64(k.reapplied.WithLabelValues("s")); n != 0 {
+		t.Fatalf("reapplied{s} = %v", n)
+	}
+	if n := logs.count("info", `"bucket":"s"`, "max_bytes 4194304 (provisioned 1048576)"); n != 1 {
+		t.Fatalf("%d info lines on the raise:\n%s", n, logs.String())
+	}
+	st, err = js.Stream(ctx, "KV_s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.MaxBytes != 4<<20 || cfg.Replicas != 1 {
+		t.Fatalf("max bytes %d, replicas %d", cfg.MaxBytes, cfg.Replicas)
+	}
+
+	cfg.MaxMsgsPerSubject, cfg.MaxAge, cfg.Duplicates, cfg.AllowDirect = 5, 0, 3*time.Hour, false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	r := k.Keep(ctx)
+	if len(r) != 1 || !slices.Equal(r[0].Drift, []string{"max_age", "allow_direct", "max_msgs_per_subject"}) {
+		t.Fatalf("repairs %+v", r)
+	}
+	st, err = js.Stream(ctx, "KV_s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.MaxBytes != 4<<20 || len(Drift(cfg, want)) != 0 || cfg.MaxAge != time.Hour {
+		t.Fatalf("after the repair: %+v", cfg)
+	}
+	if n := wc.count(); n != 1 {
+		t.Fatalf("%d writes, want 1", n)
+	}
+	if n := testutil.ToFloat64(k.reapplied.WithLabelValues("s")); n != 1 {
+		t.Fatalf("reapplied{s} = %v", n)
 	}
 }

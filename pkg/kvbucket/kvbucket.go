@@ -17,9 +17,10 @@
 //	cfg := kvbucket.Hardened("fleetgate_edges", jetstream.StreamConfig{MaxBytes: 4 << 20, ...})
 //	err := kvbucket.Provision(ctx, js, cfg)
 //
-// The controller provisions the buckets at its start; its Keeper
-// (keeper.go) provisions again, while it leads, a bucket whose stream
-// was updated out of its limits or hardening since.
+// The controller provisions the buckets at its start, to its flags; its
+// Keeper (keeper.go) restores, while it leads, the settings of a bucket
+// whose stream an update loosened since (drift.go), and leaves the
+// others an operator changed.
 package kvbucket
 
 import (
@@ -83,43 +84,4 @@ func Provision(ctx context.Context, js jetstream.StreamManager, cfg jetstream.St
 		return fmt.Errorf("provision bucket stream %s: update limits and hardening: %w", cfg.Name, err)
 	}
 	return nil
-}
-
-// Current reports whether the stream configured as cur already has the
-// limits and hardening of want.
-func Current(cur, want jetstream.StreamConfig) bool {
-	return len(Drift(cur, want)) == 0
-}
-
-// Drift names the settings in which the stream configured as cur falls
-// short of want's limits and hardening (the stream config's JSON names),
-// none when it is Current.
-func Drift(cur, want jetstream.StreamConfig) []string {
-	var d []string
-	add := func(off bool, name string) {
-		if off {
-			d = append(d, name)
-		}
-	}
-	add(unlimited(cur.MaxBytes) != unlimited(want.MaxBytes), "max_bytes")
-	add(unlimited(int64(cur.MaxMsgSize)) != unlimited(int64(want.MaxMsgSize)), "max_msg_size")
-	add(cur.MaxAge != want.MaxAge, "max_age")
-	add(cur.Replicas != want.Replicas, "num_replicas")
-	add(!cur.AllowDirect, "allow_direct")
-	add(cur.Discard != want.Discard, "discard")
-	add(cur.MaxMsgsPerSubject != 1, "max_msgs_per_subject")
-	add(cur.AllowRollup, "allow_rollup_hdrs")
-	add(!cur.DenyPurge, "deny_purge")
-	add(!cur.DenyDelete, "deny_delete")
-	add(!cur.AllowMsgTTL && want.AllowMsgTTL, "allow_msg_ttl")
-	add(cur.SubjectDeleteMarkerTTL != 0, "subject_delete_marker_ttl")
-	return d
-}
-
-// unlimited is a stream limit as the server reports it: -1 for none.
-func unlimited(v int64) int64 {
-	if v <= 0 {
-		return -1
-	}
-	return v
 }

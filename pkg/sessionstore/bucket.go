@@ -88,7 +88,7 @@ func (o *ProvisionOptions) withDefaults() ProvisionOptions {
 
 // BucketConfig is the stream of the session bucket o configures (nil:
 // defaults), as Provision makes it: what the controller's kvbucket.Keeper
-// keeps it to.
+// restores loosened settings to.
 func BucketConfig(o *ProvisionOptions) jetstream.StreamConfig {
 	return streamConfig(o.withDefaults())
 }
