@@ -178,7 +178,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, bucket string, repli
 }
 
 // BucketConfig is the stream of bucket ("": DefaultBucket) as Provision
-// makes it: what the controller's kvbucket.Keeper keeps it to.
+// makes it: the controller's kvbucket.Keeper restores what loosens it
+// and leaves an operator's resize.
 func BucketConfig(bucket string, replicas int) jetstream.StreamConfig {
 	if bucket == "" {
 		bucket = DefaultBucket
