@@ -208,6 +208,14 @@ func (k *Keeper) keep(parent context.Context, w jetstream.StreamConfig) (r Repai
 	case err != nil:
 		k.failed(bucket, st, fmt.Errorf("bucket keeper: look at stream %s: %w", w.Name, err), nil)
 		return Repair{}, false
+	case s.CachedInfo().Config.Sealed:
+		// A sealed stream takes no update and no write (the server
+		// forces its age and discard policy): said once, never repaired.
+		if st.left != "sealed" {
+			k.log.Error().Str("bucket", bucket).Msg("KV bucket's stream is sealed: edges cannot write it; the keeper leaves it")
+		}
+		st.left = "sealed"
+		return Repair{}, false
 	default:
 		seen.Config = s.CachedInfo().Config
 		k.noteLeft(bucket, st, Left(seen.Config, w))

@@ -201,3 +201,25 @@ func TestKeeperShutdownMidLook(t *testing.T) {
 		}
 	})
 }
+
+// A sealed bucket takes no write: the keeper says so once at error level
+// and never tries to repair it.
+func TestKeeperLeavesSealedBucket(t *testing.T) {
+	a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20, Discard: jetstream.DiscardOld})
+	sealed := a
+	sealed.Sealed, sealed.MaxAge, sealed.Discard = true, 0, jetstream.DiscardNew // as the server keeps one
+	fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": sealed}}
+	var logs syncBuffer
+	k := newTestKeeper(t, fs, &logs, KeeperOptions{}, a)
+	for range 3 {
+		if r := k.Keep(t.Context()); len(r) != 0 {
+			t.Fatalf("repaired a sealed bucket: %+v", r)
+		}
+	}
+	if _, updates := fs.counts(); updates != 0 {
+		t.Fatalf("%d writes to a sealed bucket", updates)
+	}
+	if n := logs.count("error", `"bucket":"a"`, "sealed"); n != 1 {
+		t.Fatalf("%d error lines on the sealed bucket, want 1:\n%s", n, logs.String())
+	}
+}

@@ -80,6 +80,12 @@ func Provision(ctx context.Context, js jetstream.StreamManager, cfg jetstream.St
 	upd.Replicas, upd.AllowDirect = cfg.Replicas, true   // edges read by direct gets only
 	upd.AllowMsgTTL = upd.AllowMsgTTL || cfg.AllowMsgTTL // the server cannot turn it off
 	upd.SubjectDeleteMarkerTTL = 0
+	if upd.MaxAge > 0 && upd.Duplicates > upd.MaxAge { // the server wants the window within MaxAge
+		upd.Duplicates = upd.MaxAge
+	}
+	if upd.Discard != jetstream.DiscardNew {
+		upd.DiscardNewPerSubject = false // the server refuses it with another policy
+	}
 	if _, err := js.UpdateStream(ctx, upd); err != nil {
 		return fmt.Errorf("provision bucket stream %s: update limits and hardening: %w", cfg.Name, err)
 	}

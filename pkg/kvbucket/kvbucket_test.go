@@ -141,3 +141,40 @@ func TestProvisionScalesReplicas(t *testing.T) {
 		}
 	}
 }
+
+// Provision brings to a shorter MaxAge and to discarding old records a
+// stream whose duplicate window is longer than that age and that
+// discarded new records per subject, settings the server refuses
+// together with the provisioned ones unless they are adjusted too.
+func TestProvisionFixesWindowAndPerSubject(t *testing.T) {
+	node := natstest.Start(t)
+	js := natstest.JetStream(t, node.ClientURL())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "w", History: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxAge, cfg.Duplicates = 0, 3*time.Hour
+	cfg.MaxMsgsPerSubject, cfg.MaxBytes = 1, 1<<20
+	cfg.Discard, cfg.DiscardNewPerSubject = jetstream.DiscardNew, true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("loosen: %v", err)
+	}
+	want := Hardened("w", jetstream.StreamConfig{MaxBytes: 1 << 20, MaxAge: time.Hour, Discard: jetstream.DiscardOld})
+	if err := Provision(ctx, js, want); err != nil {
+		t.Fatal(err)
+	}
+	st, err = js.Stream(ctx, "KV_w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.CachedInfo().Config
+	if !Current(got, want) || got.Duplicates > time.Hour || got.DiscardNewPerSubject {
+		t.Fatalf("after provisioning: %+v", got)
+	}
+}
