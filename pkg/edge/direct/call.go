@@ -35,7 +35,10 @@ import (
 // with Options.SessionTimeout (the go-sdk's idle timer is renewed only by
 // requests it serves). A notifications/cancelled naming a call answered
 // here cancels it and still goes on to the go-sdk, which ignores it.
-func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
+// ident is the caller's identity as the admission gate decided it (the
+// call's policy subject and call trail read it; it is not worked out
+// again).
+func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session.Session, ident string) bool {
 	if !a.o.Passthrough || a.o.SessionTimeout != 0 || s.Kind() != session.KindSession ||
 		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
 		return false
@@ -66,18 +69,29 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 	if ss == nil { // ended: the go-sdk answers 404
 		return restore()
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	// The call is cancellable (notifications/cancelled): on a lane, its
+	// request's context is the call's own already (the lane ends it after
+	// the response); elsewhere a context of its own is derived.
+	ctx, cancel, own := r.Context(), lane.CallCancel(w), false
+	if cancel == nil {
+		ctx, cancel = context.WithCancel(ctx)
+		own = true
+	}
 	if !s.StartCall(string(msg.ID), cancel) { // an id still in flight
-		cancel()
+		if own {
+			cancel()
+		}
 		return restore()
 	}
 	defer func() {
 		s.EndCall(string(msg.ID))
-		cancel()
+		if own {
+			cancel()
+		}
 	}()
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
 		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
-	reply, err := a.answerCall(ctx, s, req, lane.Closings(w))
+	reply, err := a.answerCall(ctx, s, req, ident, lane.Closings(w))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if err == nil && reply.Raw != nil {
@@ -116,10 +130,12 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 }
 
 // answerCall runs a tools/call as the session's middleware chain does
-// (package sessionserver).
+// (package sessionserver), for the caller of identity ident (the gate's:
+// the same as calls.Plane.IdentityOf of req's Extra, which an admitted
+// request's token or identity header decides).
 // later is where a call lane takes the backend bodies it closes after
 // answering (nil elsewhere).
-func (a *Answers) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
-	return a.o.Calls.Run(ctx, calls.Call{Session: s, Ident: a.o.Calls.IdentityOf(req.GetExtra()), TokenInfo: calls.TokenInfoOf(req.GetExtra()), Name: req.Params.Name,
+func (a *Answers) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, ident string, later *backend.Closings) (backend.Reply, error) {
+	return a.o.Calls.Run(ctx, calls.Call{Session: s, Ident: ident, TokenInfo: req.Extra.TokenInfo, Name: req.Params.Name,
 		Args: req.Params.Arguments, Later: later, Relay: a.o.Calls.RelayFor(ctx, s, req.Session, nil)}), nil
 }

@@ -162,7 +162,14 @@ func (l *callLane) request() bool {
 			return true
 		}
 	}
+	// The call's own context, made before the token is checked so that
+	// the request authenticated is the one the call runs with (one copy
+	// of the request, not two): the server's values, ended by the lane
+	// (its watch, shutdown) and once the request is done.
+	ctx, cancel := context.WithCancel(l.base)
+	defer cancel()
 	if req != nil && laneCandidate(req) {
+		req = req.WithContext(ctx)
 		// The client's address, as on the server: failed authentications
 		// are charged to it.
 		req.RemoteAddr = l.remote
@@ -198,7 +205,7 @@ func (l *callLane) request() bool {
 		l.handBack()
 		return false
 	}
-	answered, keep := l.call(req, answer, giveBack)
+	answered, keep := l.call(req, cancel, answer, giveBack)
 	if !answered {
 		l.handBack()
 		return false
@@ -206,19 +213,14 @@ func (l *callLane) request() bool {
 	return keep
 }
 
-// call answers a request with answer (fastCall or statelessCall). It
-// reports whether answer took it and whether the connection goes on after
-// the response.
+// call answers a request with answer (fastCall or statelessCall); req's
+// context is the call's own, which cancel ends. It reports whether answer
+// took it and whether the connection goes on after the response.
 // release gives back the call's slots once it returned (before its
 // response is written: a slot is held while the call runs).
-func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *http.Request) bool, release func()) (answered, keep bool) {
-	defer l.later.Close() // the backend bodies' ends, after the response
-	ctx, cancel := context.WithCancel(l.base)
-	defer cancel()
-	ctx = l.e.o.Edge.CallContext(req.Context(), ctx) // the caller's verified token (authenticate), on the call's own context
-	req = req.WithContext(ctx)
-	req.RemoteAddr = l.remote
-	lw := &Writer{header: make(http.Header, 1), later: &l.later}
+func (l *callLane) call(req *http.Request, cancel context.CancelFunc, answer func(http.ResponseWriter, *http.Request) bool, release func()) (answered, keep bool) {
+	defer l.later.Close() // the backend bodies' ends (and what else waits for the response), after the response
+	lw := &Writer{header: make(http.Header, 1), later: &l.later, cancel: cancel}
 	l.watch(cancel)
 	if l.state.Load() == laneClosed {
 		cancel() // closeLanes cut the lane before the watch had the call
