@@ -77,22 +77,22 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 		ctx, cancel = context.WithCancel(ctx)
 		own = true
 	}
-	if !s.StartCall(string(msg.ID), cancel) { // an id still in flight
+	id := string(msg.ID)          // the call's key while it runs
+	if !s.StartCall(id, cancel) { // an id still in flight
 		if own {
 			cancel()
 		}
 		return restore()
 	}
 	defer func() {
-		s.EndCall(string(msg.ID))
+		s.EndCall(id)
 		if own {
 			cancel()
 		}
 	}()
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
-		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
-	reply, err := a.answerCall(ctx, s, req, ident, lane.Closings(w))
-	w.Header().Set("Content-Type", "application/json")
+	reply, err := a.answerCall(ctx, calls.Call{Session: s, Ident: ident, TokenInfo: auth.TokenInfoFromContext(r.Context()),
+		Name: msg.Tool, Args: msg.Args, Later: lane.Closings(w)}, ss)
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	if err == nil && reply.Raw != nil {
 		// The backend's result as it came (validated when it arrived).
@@ -129,13 +129,14 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 	return true
 }
 
-// answerCall runs a tools/call as the session's middleware chain does
-// (package sessionserver), for the caller of identity ident (the gate's:
-// the same as calls.Plane.IdentityOf of req's Extra, which an admitted
-// request's token or identity header decides).
-// later is where a call lane takes the backend bodies it closes after
-// answering (nil elsewhere).
-func (a *Answers) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, ident string, later *backend.Closings) (backend.Reply, error) {
-	return a.o.Calls.Run(ctx, calls.Call{Session: s, Ident: ident, TokenInfo: req.Extra.TokenInfo, Name: req.Params.Name,
-		Args: req.Params.Arguments, Later: later, Relay: a.o.Calls.RelayFor(ctx, s, req.Session, nil)}), nil
+// answerCall runs tools/call c as the session's middleware chain runs a
+// CallToolRequest (package sessionserver), what the backend sends during
+// it relayed to the client of ss (nil: none). c.Ident is the gate's
+// identity of the caller: the same as calls.Plane.IdentityOf of the
+// request's Extra, which an admitted request's token or identity header
+// decides. c.Later is where a call lane takes the backend bodies it
+// closes after answering (nil elsewhere).
+func (a *Answers) answerCall(ctx context.Context, c calls.Call, ss *mcp.ServerSession) (backend.Reply, error) {
+	c.Relay = a.o.Calls.RelayFor(ctx, c.Session, ss, nil)
+	return a.o.Calls.Run(ctx, c), nil
 }

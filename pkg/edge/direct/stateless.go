@@ -52,9 +52,8 @@ func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []b
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 	}
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Name, Arguments: msg.Args},
-		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
-	reply, err := a.answerCall(ctx, a.o.Shared, req, ident, lane.Closings(w))
+	reply, err := a.answerCall(ctx, calls.Call{Session: a.o.Shared, Ident: ident, TokenInfo: auth.TokenInfoFromContext(r.Context()),
+		Name: msg.Name, Args: msg.Args, Later: lane.Closings(w)}, nil)
 	if je := calls.ClientError(reply); je != nil && err == nil {
 		err = je // the backend's -32021, passed on as the revision says
 	}
@@ -100,7 +99,7 @@ func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []b
 		}
 		out = append(append(append(out, `,"result":`...), enc...), '}')
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return true

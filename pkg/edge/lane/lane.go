@@ -42,6 +42,7 @@ type callLane struct {
 	base   context.Context // of the calls: the hijacked request's values
 	state  atomic.Int32
 	later  backend.Closings // of the current call
+	lw     *Writer          // the current call's response (writer): one per lane
 	w      laneWatch
 	remote string // the client's address
 	// handedBack: the server has the connection now.
@@ -220,7 +221,7 @@ func (l *callLane) request() bool {
 // response is written: a slot is held while the call runs).
 func (l *callLane) call(req *http.Request, cancel context.CancelFunc, answer func(http.ResponseWriter, *http.Request) bool, release func()) (answered, keep bool) {
 	defer l.later.Close() // the backend bodies' ends (and what else waits for the response), after the response
-	lw := &Writer{header: make(http.Header, 1), later: &l.later, cancel: cancel}
+	lw := l.writer(cancel)
 	l.watch(cancel)
 	if l.state.Load() == laneClosed {
 		cancel() // closeLanes cut the lane before the watch had the call
@@ -234,6 +235,28 @@ func (l *callLane) call(req *http.Request, cancel context.CancelFunc, answer fun
 	}
 	l.calls++
 	return true, l.respond(lw, false)
+}
+
+// maxKeptBody is the largest response body whose buffer a lane keeps for
+// its next call.
+const maxKeptBody = 64 << 10
+
+// writer is the Writer of a call that cancel ends: the lane's, emptied
+// (a call's response is written before the next call begins, and nothing
+// keeps a Writer past its call), so that a call allocates none.
+func (l *callLane) writer(cancel context.CancelFunc) *Writer {
+	w := l.lw
+	if w == nil {
+		w = &Writer{header: make(http.Header, 1)}
+		l.lw = w
+	}
+	clear(w.header)
+	body := w.body[:0]
+	if cap(body) > maxKeptBody {
+		body = nil
+	}
+	*w = Writer{header: w.header, body: body, later: &l.later, cancel: cancel}
+	return w
 }
 
 // respond writes lw. During shutdown (or with closing) the response says
