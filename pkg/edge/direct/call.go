@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
-	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 )
 
 // SessionCall answers a plain tools/call POST of an initialized session
@@ -38,9 +37,15 @@ import (
 // ident is the caller's identity as the admission gate decided it (the
 // call's policy subject and call trail read it; it is not worked out
 // again).
+//
+// r was routed dispatch.Call or dispatch.Cancel (the one route of the
+// server's handler and of call lanes), which decided on its headers
+// (fastpath.SessionPostHeaders, in dispatch.Facts.FastSession): they are
+// not read again here. The session's state, which another request may
+// change meanwhile, is checked again.
 func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session.Session, ident string) bool {
 	if !a.o.Passthrough || a.o.SessionTimeout != 0 || s.Kind() != session.KindSession ||
-		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
+		s.Flags() != session.FlagBound|session.FlagInitialized {
 		return false
 	}
 	wb, ok := r.Body.(Body) // read whole and parsed by the gate
