@@ -395,9 +395,13 @@ func (p *Pool) findResponse(ctx context.Context, data []byte, to peer, id string
 		if got := m.Get("id"); got == nil || got.Type() != fastjson.TypeString || string(got.GetStringBytes()) != id {
 			continue
 		}
-		msg := &wireMessage{ID: m.Get("id").MarshalTo(nil)}
+		// The id and the result are written into one buffer the size of
+		// the message (they fit in it but for escapes the backend left
+		// out): not grown from nothing, value by value.
+		buf := m.Get("id").MarshalTo(make([]byte, 0, len(data)+64))
+		msg := &wireMessage{ID: buf[:len(buf):len(buf)]}
 		if r := m.Get("result"); r != nil {
-			msg.Result = r.MarshalTo(nil)
+			msg.Result = r.MarshalTo(buf[len(buf):])
 			msg.shape = resultShape{plain: plainToolValue(r), isError: r.GetBool("isError"), meta: r.Get("_meta") != nil}
 		}
 		if e := m.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
