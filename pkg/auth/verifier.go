@@ -227,7 +227,7 @@ func (v *Verifier) VerifyRequest(r *http.Request) (*Identity, error) {
 		// A token verified lately is known by its exact value, which was
 		// a whole b64token then: its bytes need no second look.
 		if tok, err := splitBearer(vals[0]); err == nil && len(tok) <= v.o.MaxTokenBytes {
-			if id := v.cache.get(sha256.Sum256([]byte(tok)), v.o.Now()); id != nil {
+			if id := v.cache.get(tokenKey(tok), v.o.Now()); id != nil {
 				return id, nil
 			}
 		}
@@ -237,6 +237,17 @@ func (v *Verifier) VerifyRequest(r *http.Request) (*Identity, error) {
 		return nil, err
 	}
 	return v.Verify(r.Context(), tok)
+}
+
+// tokenKey is the cache key of a token: its SHA-256. A token of up to
+// 2 KiB (an access token's usual size) is hashed from a copy on the
+// stack: its []byte would be allocated on every request.
+func tokenKey(token string) [sha256.Size]byte {
+	var buf [2 << 10]byte
+	if len(token) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], token...))
+	}
+	return sha256.Sum256([]byte(token))
 }
 
 // tokenClaims are the registered claims Verify reads.
@@ -259,7 +270,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 	now := v.o.Now()
 	var h [sha256.Size]byte
 	if v.cache != nil {
-		h = sha256.Sum256([]byte(token))
+		h = tokenKey(token)
 		if id := v.cache.get(h, now); id != nil {
 			return id, nil
 		}

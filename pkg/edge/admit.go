@@ -301,16 +301,22 @@ var errBodyUnread = errors.New("request body not read (cut short or too slow)")
 // wholeBody is a request body read whole (by the gate, or by a call lane),
 // with the gate's parse of it once admitted (a direct.Body).
 type wholeBody struct {
-	*bytes.Reader
-	data   []byte
-	parsed *admission.Body
+	bytes.Reader // (a value: one allocation per body, not two)
+	data         []byte
+	parsed       *admission.Body
 }
 
-func newWholeBody(b []byte) *wholeBody { return &wholeBody{Reader: bytes.NewReader(b), data: b} }
+func newWholeBody(b []byte) *wholeBody {
+	wb := &wholeBody{data: b}
+	wb.Reset(b)
+	return wb
+}
 
 // Again is the same body, unread.
 func (wb *wholeBody) Again() io.ReadCloser {
-	return &wholeBody{Reader: bytes.NewReader(wb.data), data: wb.data, parsed: wb.parsed}
+	again := newWholeBody(wb.data)
+	again.parsed = wb.parsed
+	return again
 }
 
 // Bytes is the body.

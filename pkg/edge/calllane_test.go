@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetgate/fleetgate/pkg/calltrail"
+	"github.com/fleetgate/fleetgate/pkg/sessionstore"
 )
 
 // laneClient is one raw HTTP/1.1 connection to an edge.
@@ -309,5 +312,45 @@ func TestLaneBareLFHead(t *testing.T) {
 	}
 	if d := time.Since(start); d >= e.opts.HeaderTimeout {
 		t.Fatalf("answered after %v: the lane waited for a CR LF head end", d)
+	}
+}
+
+// The call trail has every call answered on a lane, queued after its
+// response: a call whose client stays, and one whose client left while it
+// ran (cancelled: an error), as the server's own calls are.
+func TestLaneCallsAudited(t *testing.T) {
+	f := newSharedFleet(t)
+	trail, err := calltrail.Open(t.Context(), f.js, &calltrail.Options{IncludeArguments: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startBackend(t, "alpha", nil)
+	f.healthyBackend("default", b)
+	e, sid := laneEdge(t, f.fleet, true, &Options{CallTimeout: time.Minute, CallTrail: trail})
+	lc := dialLane(t, e)
+	for _, id := range []string{"1", "2"} { // the server's, then the lane's
+		lc.send(laneRequest(sid, callBody(id, "alpha_echo")))
+		if resp, body := lc.read(); resp.StatusCode != http.StatusOK || !strings.Contains(body, "alpha: x") {
+			t.Fatalf("call %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	if testutil.ToFloat64(lanesGauge(e)) != 1 {
+		t.Fatal("the connection is not a lane")
+	}
+	b.SetHang(true)
+	t.Cleanup(func() { b.SetHang(false) })
+	lc.send(laneRequest(sid, callBody("3", "alpha_echo")))
+	eventually(t, 10*time.Second, "call in flight", func() bool { return e.reg.Lookup(sid).CallInFlight("3") })
+	lc.conn.Close()
+	got := trailEntries(t, f, trail, 3)
+	for i, ent := range got {
+		want := calltrail.OutcomeOK
+		if i == 2 {
+			want = calltrail.OutcomeError
+		}
+		if ent.Tool != "alpha_echo" || ent.Outcome != want || ent.SessionHash != sessionstore.IDHash(sid) ||
+			!strings.Contains(string(ent.Arguments), `"x"`) || ent.Latency <= 0 {
+			t.Fatalf("entry %d: %+v", i, ent)
+		}
 	}
 }

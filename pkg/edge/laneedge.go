@@ -1,13 +1,11 @@
 package edge
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/admission"
-	"github.com/fleetgate/fleetgate/pkg/edge/bearer"
 	"github.com/fleetgate/fleetgate/pkg/edge/dispatch"
 )
 
@@ -43,10 +41,6 @@ func (l edgeForLanes) Posting(delta int64) { l.e.posting.Add(delta) }
 
 func (l edgeForLanes) Body(b []byte) io.ReadCloser { return newWholeBody(b) }
 
-func (l edgeForLanes) CallContext(from, ctx context.Context) context.Context {
-	return bearer.Carry(from, ctx)
-}
-
 // answer returns what answers a lane request admitted as d: the
 // request's route, when a lane serves it (dispatch.Lane), by the same
 // facts the server's handler gathers; nil sends the request back to the
@@ -61,13 +55,13 @@ func (l edgeForLanes) answer(r *http.Request, d admission.Decision) func(http.Re
 	case dispatch.StatelessCall:
 		e.routes.seen(k, true)
 		return func(w http.ResponseWriter, r *http.Request) bool {
-			return e.answers.StatelessCall(w, r, r.Body.(*wholeBody).data)
+			return e.answers.StatelessCall(w, r, r.Body.(*wholeBody).data, d.Identity)
 		}
 	case dispatch.Call:
 		e.routes.seen(k, true)
 		return func(w http.ResponseWriter, r *http.Request) bool {
 			e.recs.Touched(s, time.Now())
-			return e.answers.SessionCall(w, r, s)
+			return e.answers.SessionCall(w, r, s, d.Identity)
 		}
 	}
 	return nil

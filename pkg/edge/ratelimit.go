@@ -100,12 +100,10 @@ func (e *Edge) limitRequest(r *http.Request, ident string, body *admission.Body)
 	if body == nil || r.Method != http.MethodPost {
 		return noRelease, nil
 	}
-	var held []func()
-	releaseAll := func() {
-		for _, rel := range held {
-			rel()
-		}
-	}
+	// The slots held: the first (a request's usual one) kept apart, so
+	// that a single call allocates nothing for them.
+	var first func()
+	var more []func()
 	for i := range body.Messages {
 		m := &body.Messages[i]
 		if m.Method != "tools/call" || m.ID == nil {
@@ -118,16 +116,30 @@ func (e *Edge) limitRequest(r *http.Request, ident string, body *admission.Body)
 		d, rel := e.limits.l.Call(now, ident, name)
 		if !d.Allowed {
 			rel()
-			releaseAll()
+			if first != nil {
+				first()
+			}
+			for _, r := range more {
+				r()
+			}
 			return noRelease, e.limits.refusal(d)
 		}
-		held = append(held, rel)
+		if first == nil {
+			first = rel
+		} else {
+			more = append(more, rel)
+		}
 	}
-	switch len(held) {
-	case 0:
+	switch {
+	case first == nil:
 		return noRelease, nil
-	case 1:
-		return held[0], nil
+	case len(more) == 0:
+		return first, nil
 	}
-	return releaseAll, nil
+	all := append([]func(){first}, more...)
+	return func() {
+		for _, rel := range all {
+			rel()
+		}
+	}, nil
 }

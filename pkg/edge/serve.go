@@ -88,7 +88,7 @@ func (e *Edge) serve(stateful, stateless http.Handler, w http.ResponseWriter, r 
 	}
 	switch k {
 	case dispatch.StatelessCall:
-		e.serveStatelessCall(stateless, w, r)
+		e.serveStatelessCall(stateless, w, r, a.ident)
 	case dispatch.Listen, dispatch.ListenSDK:
 		e.serveListen(stateless, w, r, k == dispatch.Listen, a.ident)
 	case dispatch.StatelessSDK, dispatch.SessionLess:
@@ -151,17 +151,17 @@ func (e *Edge) serveHeld(stateful http.Handler, w http.ResponseWriter, r *http.R
 	case dispatch.Call:
 		if e.lanes.Eligible(r) {
 			held := lane.NewWriter()
-			if e.answers.SessionCall(held, r, s) {
+			if e.answers.SessionCall(held, r, s, a.ident) {
 				lw = held // set only now: a panic in SessionCall releases the count
 				e.lanes.Run(w, r, lw, a.done)
 				return
 			}
-		} else if e.answers.SessionCall(w, r, s) {
+		} else if e.answers.SessionCall(w, r, s, a.ident) {
 			e.lanes.PlainCall(r)
 			return
 		}
 	case dispatch.Cancel:
-		e.answers.SessionCall(w, r, s) // cancels the call; the go-sdk has the notification next
+		e.answers.SessionCall(w, r, s, a.ident) // cancels the call; the go-sdk has the notification next
 	}
 	m, ok := a.body.Single()
 	if !ok || m.Method != "notifications/initialized" {

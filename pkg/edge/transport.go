@@ -98,9 +98,9 @@ func (e *Edge) initialize(h http.Handler, w http.ResponseWriter, r *http.Request
 // serveStatelessCall answers a 2026-07-28 tools/call itself
 // (package direct), or leaves it to the go-sdk when it is of another
 // form than the one answered there.
-func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http.Request) {
+func (e *Edge) serveStatelessCall(h http.Handler, w http.ResponseWriter, r *http.Request, ident string) {
 	wb := r.Body.(*wholeBody) // the gate read it whole
-	lw, answered := e.postStateless(w, r, wb.data)
+	lw, answered := e.postStateless(w, r, wb.data, ident)
 	if lw != nil {
 		e.lanes.Run(w, r, lw, admittedOf(r).done)
 	}
@@ -130,9 +130,9 @@ func (e *Edge) serveListen(h http.Handler, w http.ResponseWriter, r *http.Reques
 // answered on a connection that may become a call lane is not written:
 // postStateless returns its response, counted in e.posting, for the lane
 // (lane.Server.Run), as serveHeld does.
-func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte) (lw *lane.Writer, answered bool) {
+func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte, ident string) (lw *lane.Writer, answered bool) {
 	if !e.lanes.Eligible(r) {
-		if answered = e.answers.StatelessCall(w, r, body); answered {
+		if answered = e.answers.StatelessCall(w, r, body, ident); answered {
 			e.lanes.PlainCall(r)
 		}
 		return nil, answered
@@ -144,7 +144,7 @@ func (e *Edge) postStateless(w http.ResponseWriter, r *http.Request, body []byte
 		}
 	}()
 	held := lane.NewWriter()
-	if e.answers.StatelessCall(held, r, body) {
+	if e.answers.StatelessCall(held, r, body, ident) {
 		return held, true
 	}
 	return nil, false

@@ -78,6 +78,14 @@ func TestIDHash(t *testing.T) {
 	if len(a) != 16 || a == b || a != IDHash("AAAAAAAAAAAA") || strings.Contains(a, "AAAA") || IDHash("") != "" {
 		t.Errorf("IDHash: %q, %q", a, b)
 	}
+	// The digits logs and call trail entries already carry: the first 8
+	// bytes of SHA-256("fleetgate/session-id\x00" + id), for ids that fit
+	// the stack buffer and for longer ones.
+	for id, want := range map[string]string{"s-1": "54d7b6349d9b6fd9", strings.Repeat("x", 200): "6d7d93a3cde919e9"} {
+		if got := IDHash(id); got != want {
+			t.Errorf("IDHash(%.10q) = %q, want %q", id, got, want)
+		}
+	}
 }
 
 func TestOwnerHash(t *testing.T) {

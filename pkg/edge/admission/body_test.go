@@ -251,3 +251,21 @@ func TestParseBodyUnicodeFold(t *testing.T) {
 		}
 	}
 }
+
+// The strings every call carries decode to themselves without a copy,
+// and to the same value written with escapes (which the decoder reads).
+func TestDecodeStringWellKnown(t *testing.T) {
+	for _, v := range []string{"jsonrpc", "id", "method", "params", "name", "arguments", "_meta", "requestId",
+		"tools/call", "notifications/cancelled"} {
+		if got := decodeString([]byte(`"` + v + `"`)); got != v {
+			t.Errorf("decodeString(%q) = %q", v, got)
+		}
+		escaped := `"\u` + fmt.Sprintf("%04x", v[0]) + v[1:] + `"`
+		if got := decodeString([]byte(escaped)); got != v {
+			t.Errorf("decodeString(%s) = %q, want %q", escaped, got, v)
+		}
+	}
+	if got := decodeString([]byte(`"tools/calls"`)); got != "tools/calls" {
+		t.Errorf("a longer string: %q", got)
+	}
+}

@@ -148,6 +148,9 @@ func decodeString(raw []byte) string {
 		return ""
 	}
 	inner := raw[1 : len(raw)-1]
+	if s, ok := wellKnown(inner); ok {
+		return s
+	}
 	if mcpwire.PlainString(string(inner)) {
 		return string(inner)
 	}
@@ -158,6 +161,36 @@ func decodeString(raw []byte) string {
 		return ""
 	}
 	return v
+}
+
+// wellKnown is the string of b, the content of a JSON string without
+// escapes, when it is one that every call carries (the member names the
+// gate reads, the methods of a call and its cancellation): the same
+// string, without a copy of b per request.
+func wellKnown(b []byte) (string, bool) {
+	switch string(b) { // (compared, not converted)
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "id":
+		return "id", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "name":
+		return "name", true
+	case "arguments":
+		return "arguments", true
+	case "_meta":
+		return "_meta", true
+	case "requestId":
+		return "requestId", true
+	case "tools/call":
+		return "tools/call", true
+	case "notifications/cancelled":
+		return "notifications/cancelled", true
+	}
+	return "", false
 }
 
 // kind is the JSON type of a value's bytes: its first byte ('"', '{',

@@ -395,9 +395,13 @@ func (p *Pool) findResponse(ctx context.Context, data []byte, to peer, id string
 		if got := m.Get("id"); got == nil || got.Type() != fastjson.TypeString || string(got.GetStringBytes()) != id {
 			continue
 		}
-		msg := &wireMessage{ID: m.Get("id").MarshalTo(nil)}
+		// The id and the result are written into one buffer the size of
+		// the message (they fit in it but for escapes the backend left
+		// out): not grown from nothing, value by value.
+		buf := m.Get("id").MarshalTo(make([]byte, 0, len(data)+64))
+		msg := &wireMessage{ID: buf[:len(buf):len(buf)]}
 		if r := m.Get("result"); r != nil {
-			msg.Result = r.MarshalTo(nil)
+			msg.Result = r.MarshalTo(buf[len(buf):])
 			msg.shape = resultShape{plain: plainToolValue(r), isError: r.GetBool("isError"), meta: r.Get("_meta") != nil}
 		}
 		if e := m.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
@@ -415,7 +419,22 @@ func (p *Pool) findResponse(ctx context.Context, data []byte, to peer, id string
 // call lane answers its client first and then closes them (reading the end
 // of a backend's event stream, which comes after the response, is then off
 // the call's path). A call without Closings closes its bodies at once.
-type Closings struct{ bodies []io.Closer }
+// They also hold what else of a call waits for its response (After): the
+// queueing of its call trail entry.
+type Closings struct {
+	bodies []io.Closer
+	after  []func()
+}
+
+// After runs f after the response, before the bodies are closed (at once
+// for nil Closings).
+func (c *Closings) After(f func()) {
+	if c == nil {
+		f()
+		return
+	}
+	c.after = append(c.after, f)
+}
 
 // closeLater closes body, or leaves it to c.
 func closeLater(c *Closings, body io.ReadCloser) {
@@ -429,8 +448,13 @@ func closeLater(c *Closings, body io.ReadCloser) {
 	body.Close()
 }
 
-// Close closes the bodies left.
+// Close runs what waits (After), then closes the bodies left.
 func (c *Closings) Close() {
+	for i, f := range c.after {
+		c.after[i] = nil // (what it holds is not kept with the lane)
+		f()
+	}
+	c.after = c.after[:0]
 	for _, b := range c.bodies {
 		b.Close()
 	}

@@ -105,12 +105,3 @@ func OwnerOf(r *http.Request, ident string, owners *sessionstore.OwnerKey) strin
 	}
 	return owners.Hash(ident)
 }
-
-// Carry returns ctx carrying the verified token from carries; ctx when
-// from carries none.
-func Carry(from, ctx context.Context) context.Context {
-	if vt := verifiedOf(from); vt != nil {
-		return withVerified(ctx, vt)
-	}
-	return ctx
-}

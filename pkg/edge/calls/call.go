@@ -141,7 +141,7 @@ func (pl *Plane) Forward(ctx context.Context, c Call, rt Route, err error, start
 	}
 	callstages.Mark(callstages.Forwarded)
 	if pl.record != nil {
-		pl.Audit(c, rt, start, &reply, err)
+		pl.auditAfter(c, rt, start, &reply, err) // on a call lane, queued after the response
 	}
 	callstages.Mark(callstages.Recorded)
 	return reply

@@ -14,6 +14,25 @@ import (
 // Audit records call c, routed by rt, in the call trail: failure is why
 // it failed when it did (the reply is then an isError result).
 func (pl *Plane) Audit(c Call, rt Route, start time.Time, reply *backend.Reply, failure error) {
+	pl.record(pl.entry(c, rt, start, reply, failure))
+}
+
+// auditAfter is Audit for a call that answers its client before the
+// end of its Closings (a call lane's: c.Later): the entry is made now
+// (its latency ends here, as Audit's) and queued after the client's
+// response was written, or at once without Closings.
+func (pl *Plane) auditAfter(c Call, rt Route, start time.Time, reply *backend.Reply, failure error) {
+	ent := pl.entry(c, rt, start, reply, failure)
+	if c.Later == nil {
+		pl.record(ent)
+		return
+	}
+	c.Later.After(func() { pl.record(ent) })
+}
+
+// entry is the call trail's entry of call c (see Audit), its latency
+// from start to now.
+func (pl *Plane) entry(c Call, rt Route, start time.Time, reply *backend.Reply, failure error) calltrail.Entry {
 	ent := calltrail.Entry{Time: start, Group: pl.o.Group, Edge: pl.o.Edge, Tool: c.Name,
 		BackendTool: rt.Tool.Original, Backend: rt.Tool.Backend, Generation: rt.Gen,
 		Latency: time.Since(start), Outcome: calltrail.OutcomeOK, Arguments: c.Args}
@@ -43,5 +62,5 @@ func (pl *Plane) Audit(c Call, rt Route, start time.Time, reply *backend.Reply, 
 			}
 		}
 	}
-	pl.record(ent)
+	return ent
 }

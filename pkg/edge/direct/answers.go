@@ -42,6 +42,11 @@ type Options struct {
 	Open func(r *http.Request, s *session.Session)
 }
 
+// jsonContentType is the Content-Type of a call's answer, shared by every
+// answer (a header value no one writes into: what Header().Set would
+// allocate per call).
+var jsonContentType = []string{"application/json"}
+
 // Answers answers the requests of the forms above without the go-sdk.
 type Answers struct {
 	o        Options

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetgate/fleetgate/pkg/edge/backend"
-	"github.com/fleetgate/fleetgate/pkg/edge/fastpath"
 )
 
 // SessionCall answers a plain tools/call POST of an initialized session
@@ -35,9 +34,18 @@ import (
 // with Options.SessionTimeout (the go-sdk's idle timer is renewed only by
 // requests it serves). A notifications/cancelled naming a call answered
 // here cancels it and still goes on to the go-sdk, which ignores it.
-func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session.Session) bool {
+// ident is the caller's identity as the admission gate decided it (the
+// call's policy subject and call trail read it; it is not worked out
+// again).
+//
+// r was routed dispatch.Call or dispatch.Cancel (the one route of the
+// server's handler and of call lanes), which decided on its headers
+// (fastpath.SessionPostHeaders, in dispatch.Facts.FastSession): they are
+// not read again here. The session's state, which another request may
+// change meanwhile, is checked again.
+func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session.Session, ident string) bool {
 	if !a.o.Passthrough || a.o.SessionTimeout != 0 || s.Kind() != session.KindSession ||
-		s.Flags() != session.FlagBound|session.FlagInitialized || !fastpath.SessionPostHeaders(r, s.ProtocolVersion()) {
+		s.Flags() != session.FlagBound|session.FlagInitialized {
 		return false
 	}
 	wb, ok := r.Body.(Body) // read whole and parsed by the gate
@@ -66,19 +74,30 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 	if ss == nil { // ended: the go-sdk answers 404
 		return restore()
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	if !s.StartCall(string(msg.ID), cancel) { // an id still in flight
-		cancel()
+	// The call is cancellable (notifications/cancelled): on a lane, its
+	// request's context is the call's own already (the lane ends it after
+	// the response); elsewhere a context of its own is derived.
+	ctx, cancel, own := r.Context(), lane.CallCancel(w), false
+	if cancel == nil {
+		ctx, cancel = context.WithCancel(ctx)
+		own = true
+	}
+	id := string(msg.ID)          // the call's key while it runs
+	if !s.StartCall(id, cancel) { // an id still in flight
+		if own {
+			cancel()
+		}
 		return restore()
 	}
 	defer func() {
-		s.EndCall(string(msg.ID))
-		cancel()
+		s.EndCall(id)
+		if own {
+			cancel()
+		}
 	}()
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Tool, Arguments: msg.Args},
-		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}, Session: ss}
-	reply, err := a.answerCall(ctx, s, req, lane.Closings(w))
-	w.Header().Set("Content-Type", "application/json")
+	reply, err := a.answerCall(ctx, calls.Call{Session: s, Ident: ident, TokenInfo: auth.TokenInfoFromContext(r.Context()),
+		Name: msg.Tool, Args: msg.Args, Later: lane.Closings(w)}, ss)
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	if err == nil && reply.Raw != nil {
 		// The backend's result as it came (validated when it arrived).
@@ -115,11 +134,14 @@ func (a *Answers) SessionCall(w http.ResponseWriter, r *http.Request, s *session
 	return true
 }
 
-// answerCall runs a tools/call as the session's middleware chain does
-// (package sessionserver).
-// later is where a call lane takes the backend bodies it closes after
-// answering (nil elsewhere).
-func (a *Answers) answerCall(ctx context.Context, s *session.Session, req *mcp.CallToolRequest, later *backend.Closings) (backend.Reply, error) {
-	return a.o.Calls.Run(ctx, calls.Call{Session: s, Ident: a.o.Calls.IdentityOf(req.GetExtra()), TokenInfo: calls.TokenInfoOf(req.GetExtra()), Name: req.Params.Name,
-		Args: req.Params.Arguments, Later: later, Relay: a.o.Calls.RelayFor(ctx, s, req.Session, nil)}), nil
+// answerCall runs tools/call c as the session's middleware chain runs a
+// CallToolRequest (package sessionserver), what the backend sends during
+// it relayed to the client of ss (nil: none). c.Ident is the gate's
+// identity of the caller: the same as calls.Plane.IdentityOf of the
+// request's Extra, which an admitted request's token or identity header
+// decides. c.Later is where a call lane takes the backend bodies it
+// closes after answering (nil elsewhere).
+func (a *Answers) answerCall(ctx context.Context, c calls.Call, ss *mcp.ServerSession) (backend.Reply, error) {
+	c.Relay = a.o.Calls.RelayFor(ctx, c.Session, ss, nil)
+	return a.o.Calls.Run(ctx, c), nil
 }

@@ -26,5 +26,5 @@
 // body whole, and parses it, into a Body.
 //
 //	a := direct.New(direct.Options{Calls: plane, Sessions: reg, Hijacks: hj, Shared: shared, ...})
-//	if !a.SessionCall(w, r, s) { stateful.ServeHTTP(w, r) }
+//	if !a.SessionCall(w, r, s, ident) { stateful.ServeHTTP(w, r) } // r routed dispatch.Call
 package direct

@@ -32,7 +32,8 @@ import (
 
 // StatelessCall answers body, a POST of the new protocol, when it is a
 // plain tools/call; it reports false, having written nothing, otherwise.
-func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// ident is the caller's identity as the admission gate decided it.
+func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []byte, ident string) bool {
 	if !a.o.Passthrough || a.o.GoSDKStateless || !fastpath.StatelessCallHeaders(r) {
 		return false
 	}
@@ -42,14 +43,17 @@ func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []b
 		// the go-sdk's path holds or passes on input requests.
 		return false
 	}
-	if a.refuseParamHeaders(w, r, msg.Name, msg.ID, msg.Args) {
+	if a.refuseParamHeaders(w, r, ident, msg.Name, msg.ID, msg.Args) {
 		return true
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: msg.Name, Arguments: msg.Args},
-		Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
-	reply, err := a.answerCall(ctx, a.o.Shared, req, lane.Closings(w))
+	ctx := r.Context()
+	if lane.CallCancel(w) == nil { // on a lane, the request's context is the call's own already
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+	}
+	reply, err := a.answerCall(ctx, calls.Call{Session: a.o.Shared, Ident: ident, TokenInfo: auth.TokenInfoFromContext(r.Context()),
+		Name: msg.Name, Args: msg.Args, Later: lane.Closings(w)}, nil)
 	if je := calls.ClientError(reply); je != nil && err == nil {
 		err = je // the backend's -32021, passed on as the revision says
 	}
@@ -95,7 +99,7 @@ func (a *Answers) StatelessCall(w http.ResponseWriter, r *http.Request, body []b
 		}
 		out = append(append(append(out, `,"result":`...), enc...), '}')
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return true
@@ -116,11 +120,11 @@ func errorStatus(code int64) int {
 }
 
 // refuseParamHeaders checks a 2026-07-28 tools/call (body, of JSON-RPC
-// id id) against the Mcp-Param-* headers of r when its tool binds
+// id id, of the caller of identity ident) against the Mcp-Param-* headers of r when its tool binds
 // arguments to headers; on a mismatch it answers as the go-sdk does (400,
 // CodeHeaderMismatch) and reports true.
-func (a *Answers) refuseParamHeaders(w http.ResponseWriter, r *http.Request, name string, id, args json.RawMessage) bool {
-	bindings := a.o.Calls.ParamBindings(auth.TokenInfoFromContext(r.Context()), a.o.Identity(r), name)
+func (a *Answers) refuseParamHeaders(w http.ResponseWriter, r *http.Request, ident, name string, id, args json.RawMessage) bool {
+	bindings := a.o.Calls.ParamBindings(auth.TokenInfoFromContext(r.Context()), ident, name)
 	if len(bindings) == 0 {
 		return false
 	}

@@ -16,7 +16,9 @@ import (
 // response kinds accepted, no resumption, and a Host its DNS-rebinding
 // protection lets through.
 func SessionPostHeaders(r *http.Request, version string) bool {
-	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || len(r.Header.Values("Last-Event-ID")) > 0 {
+	// "Last-Event-Id" as canonical: Values("Last-Event-ID") would make the
+	// canonical key anew on every call.
+	if version == "" || r.Header.Get("Mcp-Protocol-Version") != version || len(r.Header["Last-Event-Id"]) > 0 {
 		return false
 	}
 	return JSONPostHeaders(r)
@@ -67,7 +69,7 @@ func Loopback(hostport string) bool {
 // method).
 func StatelessCallHeaders(r *http.Request) bool {
 	if r.Header.Get("Mcp-Protocol-Version") != admission.FirstNewProtocol || r.Header.Get("Mcp-Method") != "tools/call" ||
-		len(r.Header.Values("Last-Event-ID")) > 0 || r.ProtoMajor != 1 {
+		len(r.Header["Last-Event-Id"]) > 0 /* canonical: Values would canonicalize "Last-Event-ID" anew each time */ || r.ProtoMajor != 1 {
 		return false
 	}
 	return JSONPostHeaders(r)
@@ -77,7 +79,7 @@ func StatelessCallHeaders(r *http.Request) bool {
 // listen request of the new protocol.
 func ListenHeaders(r *http.Request) bool {
 	if r.Header.Get("Mcp-Protocol-Version") != admission.FirstNewProtocol || r.Header.Get("Mcp-Method") != "subscriptions/listen" ||
-		len(r.Header.Values("Last-Event-ID")) > 0 || !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
+		len(r.Header["Last-Event-Id"]) > 0 /* canonical: Values would canonicalize "Last-Event-ID" anew each time */ || !r.ProtoAtLeast(1, 1) || r.ProtoMajor != 1 {
 		return false
 	}
 	return JSONPostHeaders(r)

@@ -21,6 +21,14 @@
 // lanes are closed at once. A lane inside a call finishes the call, which
 // shutdown drains like any other, and then closes.
 //
+// Each request on a lane has a context of its own, made before its token
+// is checked, so that the request authenticated is the one answered; it
+// ends when the client leaves mid-call, at shutdown, and once the request
+// is done. An answer that needs a cancellable context takes it
+// (CallCancel) instead of deriving another. What may wait for the
+// response, the end of a backend's body and the call trail's entry,
+// goes to the call's Closings, which the lane ends after writing it.
+//
 // The edge drives it like this:
 //
 //	s := lane.New(lane.Options{Edge: edge, Hijacks: hj, Addr: ln.Addr()})

@@ -42,6 +42,7 @@ type callLane struct {
 	base   context.Context // of the calls: the hijacked request's values
 	state  atomic.Int32
 	later  backend.Closings // of the current call
+	lw     *Writer          // the current call's response (writer): one per lane
 	w      laneWatch
 	remote string // the client's address
 	// handedBack: the server has the connection now.
@@ -162,7 +163,14 @@ func (l *callLane) request() bool {
 			return true
 		}
 	}
+	// The call's own context, made before the token is checked so that
+	// the request authenticated is the one the call runs with (one copy
+	// of the request, not two): the server's values, ended by the lane
+	// (its watch, shutdown) and once the request is done.
+	ctx, cancel := context.WithCancel(l.base)
+	defer cancel()
 	if req != nil && laneCandidate(req) {
+		req = req.WithContext(ctx)
 		// The client's address, as on the server: failed authentications
 		// are charged to it.
 		req.RemoteAddr = l.remote
@@ -198,7 +206,7 @@ func (l *callLane) request() bool {
 		l.handBack()
 		return false
 	}
-	answered, keep := l.call(req, answer, giveBack)
+	answered, keep := l.call(req, cancel, answer, giveBack)
 	if !answered {
 		l.handBack()
 		return false
@@ -206,19 +214,14 @@ func (l *callLane) request() bool {
 	return keep
 }
 
-// call answers a request with answer (fastCall or statelessCall). It
-// reports whether answer took it and whether the connection goes on after
-// the response.
+// call answers a request with answer (fastCall or statelessCall); req's
+// context is the call's own, which cancel ends. It reports whether answer
+// took it and whether the connection goes on after the response.
 // release gives back the call's slots once it returned (before its
 // response is written: a slot is held while the call runs).
-func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *http.Request) bool, release func()) (answered, keep bool) {
-	defer l.later.Close() // the backend bodies' ends, after the response
-	ctx, cancel := context.WithCancel(l.base)
-	defer cancel()
-	ctx = l.e.o.Edge.CallContext(req.Context(), ctx) // the caller's verified token (authenticate), on the call's own context
-	req = req.WithContext(ctx)
-	req.RemoteAddr = l.remote
-	lw := &Writer{header: make(http.Header, 1), later: &l.later}
+func (l *callLane) call(req *http.Request, cancel context.CancelFunc, answer func(http.ResponseWriter, *http.Request) bool, release func()) (answered, keep bool) {
+	defer l.later.Close() // the backend bodies' ends (and what else waits for the response), after the response
+	lw := l.writer(cancel)
 	l.watch(cancel)
 	if l.state.Load() == laneClosed {
 		cancel() // closeLanes cut the lane before the watch had the call
@@ -232,6 +235,28 @@ func (l *callLane) call(req *http.Request, answer func(http.ResponseWriter, *htt
 	}
 	l.calls++
 	return true, l.respond(lw, false)
+}
+
+// maxKeptBody is the largest response body whose buffer a lane keeps for
+// its next call.
+const maxKeptBody = 64 << 10
+
+// writer is the Writer of a call that cancel ends: the lane's, emptied
+// (a call's response is written before the next call begins, and nothing
+// keeps a Writer past its call), so that a call allocates none.
+func (l *callLane) writer(cancel context.CancelFunc) *Writer {
+	w := l.lw
+	if w == nil {
+		w = &Writer{header: make(http.Header, 1)}
+		l.lw = w
+	}
+	clear(w.header)
+	body := w.body[:0]
+	if cap(body) > maxKeptBody {
+		body = nil
+	}
+	*w = Writer{header: w.header, body: body, later: &l.later, cancel: cancel}
+	return w
 }
 
 // respond writes lw. During shutdown (or with closing) the response says

@@ -34,10 +34,6 @@ type Edge interface {
 	Posting(delta int64)
 	// Body is a body read whole, as the edge's handler takes it.
 	Body(b []byte) io.ReadCloser
-	// CallContext is the context of a call on a lane: ctx (the lane's, the
-	// server's values) with what the edge keeps of from (the request's, as
-	// Authenticate left it).
-	CallContext(from, ctx context.Context) context.Context
 }
 
 // Options configure a Server. Edge and Hijacks are required.
@@ -120,6 +116,17 @@ func NewWriter() *Writer { return &Writer{header: make(http.Header, 1)} }
 func Closings(w http.ResponseWriter) *backend.Closings {
 	if lw, ok := w.(*Writer); ok {
 		return lw.later
+	}
+	return nil
+}
+
+// CallCancel is the cancel function of the context of a call answered on
+// a lane (the request's own: the lane made it for this call alone and
+// ends it after the response), so that the call need not derive another
+// to be cancellable; nil for any other writer.
+func CallCancel(w http.ResponseWriter) context.CancelFunc {
+	if lw, ok := w.(*Writer); ok {
+		return lw.cancel
 	}
 	return nil
 }

@@ -200,8 +200,9 @@ type Writer struct {
 	header http.Header
 	status int
 	body   []byte
-	close  bool              // the connection ends after it: Connection: close
-	later  *backend.Closings // of a call lane: closed after the response is written
+	close  bool               // the connection ends after it: Connection: close
+	later  *backend.Closings  // of a call lane: closed after the response is written
+	cancel context.CancelFunc // of a call lane: ends the call's context (CallCancel)
 }
 
 func (w *Writer) Header() http.Header { return w.header }
