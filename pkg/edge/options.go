@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -243,6 +244,7 @@ func (o *Options) withDefaults() Options {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = 16384
 	}
+	c.IdentityHeader = strings.TrimSpace(c.IdentityHeader) // as the gate reads it, for every path
 	c.Limits.IdentityHeader = c.IdentityHeader
 	if c.Mode == ModeOptimizer { // its call_tool's budget is the tool's it names
 		c.Limits.MetaCallTool = CallToolName

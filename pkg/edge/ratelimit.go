@@ -119,8 +119,8 @@ func (e *Edge) limitRequest(r *http.Request, ident string, body *admission.Body)
 			if first != nil {
 				first()
 			}
-			for _, r := range more {
-				r()
+			for _, held := range more {
+				held()
 			}
 			return noRelease, e.limits.refusal(d)
 		}

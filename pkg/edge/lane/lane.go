@@ -238,8 +238,9 @@ func (l *callLane) call(req *http.Request, cancel context.CancelFunc, answer fun
 }
 
 // maxKeptBody is the largest response body whose buffer a lane keeps for
-// its next call.
-const maxKeptBody = 64 << 10
+// its next call: an idle lane holds at most this much (16,384 idle lanes
+// of large answers would otherwise pin a GiB).
+const maxKeptBody = 4 << 10
 
 // writer is the Writer of a call that cancel ends: the lane's, emptied
 // (a call's response is written before the next call begins, and nothing
