@@ -135,30 +135,38 @@ func TestHeldWriterWritesOnce(t *testing.T) {
 
 // After a retry's conflict, the entry holds the bucket's record and
 // revision at once (before the watch brings it: here there is none); a
-// sign-out meanwhile leaves it no record, so a refresh reads the bucket.
+// sign-out meanwhile (the key deleted) drops the entry, as the watch
+// would, and tells OnChange; a bucket unreadable after the conflict
+// keeps the token held, for the next round.
 func TestHeldRetryConflictTakesBucketRecord(t *testing.T) {
 	f := newFleet(t, nil)
-	kv, err := f.a.bucket()
+	real, err := f.a.bucket()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, k := context.Background(), KeyOf(alice, "docs")
-	for _, signedOut := range []bool{false, true} {
-		old, err := kv.Put(ctx, k, []byte("the record the held token was rotated from"))
+	for _, tc := range []string{"newer", "signed out", "unreadable"} {
+		old, err := real.Put(ctx, k, []byte("the record the held token was rotated from"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := heldManager(t, kv, old, Options{})
+		var kv jetstream.KeyValue = real
+		if tc == "unreadable" {
+			kv = &unreadableKV{KeyValue: real}
+		}
+		var changes []string
+		m := heldManager(t, kv, old, Options{OnChange: func(id, b string) { changes = append(changes, id+" "+b) }})
+		held := m.entries[k].sealed
 		newer, err := m.o.Key.SealRecord(Record{Identity: alice, Backend: "docs", Refresh: "rt-newer", ClientID: "c"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rev, err := kv.Put(ctx, k, newer)
+		rev, err := real.Put(ctx, k, newer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if signedOut {
-			if err := kv.Delete(ctx, k); err != nil {
+		if tc == "signed out" {
+			if err := real.Delete(ctx, k); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,16 +174,29 @@ func TestHeldRetryConflictTakesBucketRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := m.entries[k]
-		switch {
-		case e.unsaved || len(m.held) != 0:
-			t.Fatalf("signed out %v: still held", signedOut)
-		case signedOut && (e.sealed != nil || m.SignedIn(alice, "docs")):
-			t.Fatal("signed out: the held record kept")
-		case !signedOut && (!bytes.Equal(e.sealed, newer) || e.rev != rev):
-			t.Fatalf("the bucket's record not taken: rev %d of %d", e.rev, rev)
+		switch tc {
+		case "signed out":
+			if e != nil || len(m.held) != 0 || m.SignedIn(alice, "docs") || len(changes) != 1 {
+				t.Fatalf("signed out: entry kept %v, held %d, changes %v", e != nil, len(m.held), changes)
+			}
+		case "unreadable":
+			if e == nil || !e.unsaved || len(m.held) != 1 || !bytes.Equal(e.sealed, held) || e.rev != old {
+				t.Fatalf("unreadable: the held state ended (%+v)", e)
+			}
+		default:
+			if e.unsaved || len(m.held) != 0 || !bytes.Equal(e.sealed, newer) || e.rev != rev || len(changes) != 0 {
+				t.Fatalf("the bucket's record not taken: rev %d of %d, unsaved %v", e.rev, rev, e.unsaved)
+			}
 		}
-		if cur, err := kv.Get(ctx, k); !signedOut && (err != nil || !bytes.Equal(cur.Value(), newer)) {
+		if cur, err := real.Get(ctx, k); tc != "signed out" && (err != nil || !bytes.Equal(cur.Value(), newer)) {
 			t.Fatalf("the bucket's record overwritten: %v", err)
 		}
 	}
+}
+
+// unreadableKV is a bucket whose reads fail (the bucket unavailable).
+type unreadableKV struct{ jetstream.KeyValue }
+
+func (unreadableKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, errors.New("nats: timeout")
 }
