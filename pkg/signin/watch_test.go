@@ -139,3 +139,111 @@ func TestRunWatchRetryBounded(t *testing.T) {
 		}
 	})
 }
+
+// endableKV is a real bucket whose watch the test ends (as a consumer
+// lost under it), and whose watches after the first wait for gate.
+type endableKV struct {
+	jetstream.KeyValue
+	gate chan struct{}
+
+	mu      sync.Mutex
+	n       int
+	end     func()
+	forward sync.WaitGroup
+}
+
+func (e *endableKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	e.mu.Lock()
+	e.n++
+	again := e.n > 1
+	e.mu.Unlock()
+	if again {
+		<-e.gate
+	}
+	w, err := e.KeyValue.WatchAll(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	out, stop := make(chan jetstream.KeyValueEntry), make(chan struct{})
+	end := sync.OnceFunc(func() { close(stop) })
+	e.mu.Lock()
+	e.end = end
+	e.mu.Unlock()
+	e.forward.Go(func() {
+		defer close(out)
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-stop:
+				return
+			case u, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				select {
+				case out <- u:
+				case <-stop:
+					return
+				}
+			}
+		}
+	})
+	return endableWatcher{out, end}, nil
+}
+
+type endableWatcher struct {
+	ch  chan jetstream.KeyValueEntry
+	end func()
+}
+
+func (w endableWatcher) Updates() <-chan jetstream.KeyValueEntry { return w.ch }
+func (w endableWatcher) Stop() error                             { w.end(); return nil }
+
+// endWatch ends the open watch.
+func (e *endableKV) endWatch() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.end()
+}
+
+// A sign-out made while the bucket's watch was down reaches the edge
+// (its entry dropped, OnChange told) by the watch made again.
+func TestRunWatchAgainBringsMissedChanges(t *testing.T) {
+	f := newFleet(t, nil)
+	real, err := f.a.bucket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &endableKV{KeyValue: real, gate: make(chan struct{})}
+	t.Cleanup(func() { f.cancel(); f.done.Wait(); kv.forward.Wait() })
+	changed := make(chan string, 4)
+	m := Open(Options{Key: f.key, JetStream: bucketJS{JetStream: f.js, kv: kv},
+		OnChange: func(id, b string) { changed <- id + " " + b }})
+	f.done.Add(1)
+	go func() { defer f.done.Done(); _ = m.Run(f.ctx) }()
+	<-m.Ready()
+	ctx, k := context.Background(), KeyOf(alice, "docs")
+	sealed, err := f.key.SealRecord(Record{Identity: alice, Backend: "docs", Refresh: "rt", ClientID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := real.Put(ctx, k, sealed); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-changed; got != alice+" docs" || !m.SignedIn(alice, "docs") {
+		t.Fatalf("sign-in not followed: %q", got)
+	}
+	kv.endWatch()
+	if err := real.Delete(ctx, k); err != nil { // while no watch runs
+		t.Fatal(err)
+	}
+	close(kv.gate)
+	select {
+	case got := <-changed:
+		if got != alice+" docs" || m.SignedIn(alice, "docs") {
+			t.Fatalf("sign-out missed: %q, signed in %v", got, m.SignedIn(alice, "docs"))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sign-out made while the watch was down not followed")
+	}
+}
