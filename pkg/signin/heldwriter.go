@@ -43,6 +43,9 @@ func (m *Manager) writeHeldLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			m.mu.Lock()
+			m.writerStopped = true // a token failing to be written from now on is lost
+			m.mu.Unlock()
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalSaveTimeout)
 			m.writeHeldRound(fctx, true)
 			cancel()

@@ -200,3 +200,28 @@ type unreadableKV struct{ jetstream.KeyValue }
 func (unreadableKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
 	return nil, errors.New("nats: timeout")
 }
+
+// Once Run's writer has stopped (its last round begun), a rotated token
+// whose write fails is logged as lost (by the key hash), not as held and
+// written in the background.
+func TestStoreFailedAfterWriterStoppedLogsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &lockedBuffer{}
+		m := heldManager(t, &stallingKV{}, 3, Options{Log: zerolog.New(logs)})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		m.writeHeldLoop(ctx) // the last round writes the held token
+		k := KeyOf(alice, "docs")
+		if m.entries[k].unsaved {
+			t.Fatal("not written at stop")
+		}
+		before := len(logs.String())
+		r := Record{Identity: alice, Backend: "docs", Refresh: "rotated-later", ClientID: "c", TokenEndpoint: "https://as/token"}
+		m.storeFailed(k, r, 4, tokenexchange.Token{}, time.Now(), errors.New("nats: timeout"))
+		got := logs.String()[before:]
+		if !strings.Contains(got, `"lost":true`) || strings.Contains(got, "written again in the background") ||
+			!strings.Contains(got, k) || strings.Contains(got, "rotated-later") || !strings.Contains(got, `"level":"warn"`) {
+			t.Fatalf("log after the writer stopped:\n%s", got)
+		}
+	})
+}

@@ -114,6 +114,9 @@ type Manager struct {
 	backends  map[string]discovered
 	clients   map[string]string // registered client ids by registration endpoint
 	refreshes int
+	// writerStopped: Run's writer of held tokens made its last round
+	// (heldwriter.go): a rotated token not written is lost.
+	writerStopped bool
 	ready     chan struct{} // closed once the watch delivered the bucket's content
 	changed   chan struct{} // closed (and replaced) at each sign-in held: Wait
 
