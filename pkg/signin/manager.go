@@ -117,8 +117,8 @@ type Manager struct {
 	// writerStopped: Run's writer of held tokens made its last round
 	// (heldwriter.go): a rotated token not written is lost.
 	writerStopped bool
-	ready     chan struct{} // closed once the watch delivered the bucket's content
-	changed   chan struct{} // closed (and replaced) at each sign-in held: Wait
+	ready         chan struct{} // closed once the watch delivered the bucket's content
+	changed       chan struct{} // closed (and replaced) at each sign-in held: Wait
 
 	// Test hooks of Run's writer of held tokens, set before Run: its
 	// ticks (nil: a ticker of Options.SaveRetry), and a call after each
