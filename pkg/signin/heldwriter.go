@@ -190,3 +190,12 @@ func (m *Manager) takeBucketRecord(ctx context.Context, kv jetstream.KeyValue, k
 	}
 	m.mu.Unlock()
 }
+
+// WriterStopped reports whether Run's writer of held tokens began its
+// last round (Run's context ended): a rotated refresh token whose write
+// fails from then on is lost.
+func (m *Manager) WriterStopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writerStopped
+}
