@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +225,65 @@ func TestStoreFailedAfterWriterStoppedLogsLost(t *testing.T) {
 		if !strings.Contains(got, `"lost":true`) || strings.Contains(got, "written again in the background") ||
 			!strings.Contains(got, k) || strings.Contains(got, "rotated-later") || !strings.Contains(got, `"level":"warn"`) {
 			t.Fatalf("log after the writer stopped:\n%s", got)
+		}
+	})
+}
+
+// tokenEndpoint answers every request with new tokens, counting them.
+type tokenEndpoint struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (te *tokenEndpoint) RoundTrip(r *http.Request) (*http.Response, error) {
+	te.mu.Lock()
+	te.n++
+	n := te.n
+	te.mu.Unlock()
+	body := fmt.Sprintf(`{"access_token":"at-%d","token_type":"Bearer","expires_in":60,"refresh_token":"rt-%d"}`, n, n)
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+}
+
+func (te *tokenEndpoint) count() int {
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	return te.n
+}
+
+// An Authorization whose access token expired while Run's writer writes
+// the key's held token joins that write's flight (no refresh of its own
+// meanwhile), then refreshes, once, with the held token: no error.
+func TestAuthorizationJoinsHeldWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		kv := &stallingKV{stalled: true}
+		te := &tokenEndpoint{}
+		m := heldManager(t, kv, 3, Options{HTTPClient: &http.Client{Transport: te}})
+		ctx := context.Background()
+		wrote := make(chan struct{})
+		go func() { defer close(wrote); m.writeHeldRound(ctx, true) }()
+		synctest.Wait() // the writer's Update stalls, in the key's flight
+		kv.mu.Lock()
+		kv.stalled = false // the writes from now on succeed
+		kv.mu.Unlock()
+		type result struct {
+			v   string
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			v, err := m.Authorization(ctx, alice, "docs", nil)
+			got <- result{v, err}
+		}()
+		synctest.Wait()
+		if te.count() != 0 || kv.state() != 1 {
+			t.Fatalf("did not join the write: refreshes %d, writes %d", te.count(), kv.state())
+		}
+		time.Sleep(saveRetryTimeout) // the stalled write times out; the flight ends
+		<-wrote
+		r := <-got
+		if r.err != nil || r.v != "Bearer at-1" || te.count() != 1 || kv.state() != 2 {
+			t.Fatalf("after the joined write: %q, %v; refreshes %d, writes %d", r.v, r.err, te.count(), kv.state())
 		}
 	})
 }
