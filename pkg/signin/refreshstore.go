@@ -31,7 +31,8 @@ const (
 // refresh tokens has spent the one in the bucket, so the next refresh
 // from it would sign the user out): the record is held in memory over
 // rev, unsaved, used by this edge's next refresh and written again by
-// Run's writer from SaveRetry on (heldwriter.go).
+// Run's writer from SaveRetry on (heldwriter.go); once that writer made
+// its last round, the token is logged as lost.
 func (m *Manager) storeFailed(key string, r Record, rev uint64, access tokenexchange.Token, start time.Time, err error) {
 	until := tokenexchange.UseUntil(access, start, time.Time{})
 	const op = "refresh: write the rotated refresh token"
