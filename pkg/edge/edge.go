@@ -290,9 +290,14 @@ func (e *Edge) Run(ctx context.Context) error {
 			}
 		})
 	}
+	// The sign-ins run on a context of their own, ended once the in-flight
+	// calls drained: their refreshes may hold rotated refresh tokens until
+	// then, which the writer's last round at its end writes.
+	signInsCtx, stopSignIns := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSignIns()
 	if e.signIns != nil {
 		wg.Go(func() {
-			if err := e.signIns.Run(ctx); err != nil {
+			if err := e.signIns.Run(signInsCtx); err != nil {
 				e.log.Error().Err(err).Msg("sign-ins: bucket not followed")
 			}
 		})
@@ -308,6 +313,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	e.ready.Store(false)
 	e.shutdown(mcpSrv)
 	stopRecords() // final record writes, call trail drained
+	stopSignIns() // after the calls: the held rotated refresh tokens written last
 	sctx, scancel := context.WithTimeout(context.Background(), time.Second)
 	_ = adminSrv.Shutdown(sctx)
 	scancel()

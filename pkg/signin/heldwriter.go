@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
 )
 
 // DefaultSaveRetry is the default Options.SaveRetry.
@@ -45,6 +43,9 @@ func (m *Manager) writeHeldLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			m.mu.Lock()
+			m.writerStopped = true // a token failing to be written from now on is lost
+			m.mu.Unlock()
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalSaveTimeout)
 			m.writeHeldRound(fctx, true)
 			cancel()
@@ -152,31 +153,49 @@ func (m *Manager) writeHeld(ctx context.Context, key string, now time.Time, all 
 
 // takeBucketRecord ends the held state of key's token sealed after its
 // write conflicted: the bucket's current record replaces it (a refresh
-// must not present it over a stale revision); none (a sign-out): the
-// entry holds no record, a refresh reads the bucket; unreadable: the
-// watch brings the record.
+// must not present it over a stale revision); none (a sign-out: no
+// record, or its delete marker): the entry is dropped, as the watch
+// would; unreadable: the token stays held, its write and this read are
+// made again at the next round.
 func (m *Manager) takeBucketRecord(ctx context.Context, kv jetstream.KeyValue, key string, sealed []byte) {
 	rctx, cancel := context.WithTimeout(ctx, saveRetryTimeout)
 	cur, err := kv.Get(rctx, key)
 	cancel()
 	signedOut := errors.Is(err, jetstream.ErrKeyNotFound)
+	if err != nil && !signedOut {
+		m.o.Log.Warn().Err(err).Str("signin", key).Str("op", "retry: read the sign-in after a conflict").
+			Msg("sign-in bucket unreadable: the rotated refresh token stays held")
+		return
+	}
 	if err == nil {
 		if _, oerr := m.o.Key.OpenRecord(key, cur.Value()); oerr != nil {
 			cur = nil // not a record of this key: the watch ignores it too
 		}
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.entries[key]
 	if e == nil || !e.unsaved || !bytes.Equal(e.sealed, sealed) {
+		m.mu.Unlock()
 		return // the watch or a refresh replaced it meanwhile
 	}
+	if signedOut {
+		m.dropEntry(key)
+		m.mu.Unlock()
+		m.o.OnChange(e.identity, e.backend) // the watch finds no entry to tell of
+		return
+	}
 	m.setUnsaved(key, e, false)
-	switch {
-	case signedOut:
-		e.sealed = nil
-		e.access, e.until = tokenexchange.Token{}, time.Time{}
-	case err == nil && cur != nil && cur.Revision() > e.rev:
+	if cur != nil && cur.Revision() > e.rev {
 		e.sealed, e.rev = cur.Value(), cur.Revision()
 	}
+	m.mu.Unlock()
+}
+
+// WriterStopped reports whether Run's writer of held tokens began its
+// last round (Run's context ended): a rotated refresh token whose write
+// fails from then on is lost.
+func (m *Manager) WriterStopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writerStopped
 }

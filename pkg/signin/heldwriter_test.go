@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -135,30 +138,38 @@ func TestHeldWriterWritesOnce(t *testing.T) {
 
 // After a retry's conflict, the entry holds the bucket's record and
 // revision at once (before the watch brings it: here there is none); a
-// sign-out meanwhile leaves it no record, so a refresh reads the bucket.
+// sign-out meanwhile (the key deleted) drops the entry, as the watch
+// would, and tells OnChange; a bucket unreadable after the conflict
+// keeps the token held, for the next round.
 func TestHeldRetryConflictTakesBucketRecord(t *testing.T) {
 	f := newFleet(t, nil)
-	kv, err := f.a.bucket()
+	real, err := f.a.bucket()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, k := context.Background(), KeyOf(alice, "docs")
-	for _, signedOut := range []bool{false, true} {
-		old, err := kv.Put(ctx, k, []byte("the record the held token was rotated from"))
+	for _, tc := range []string{"newer", "signed out", "unreadable"} {
+		old, err := real.Put(ctx, k, []byte("the record the held token was rotated from"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := heldManager(t, kv, old, Options{})
+		var kv jetstream.KeyValue = real
+		if tc == "unreadable" {
+			kv = &unreadableKV{KeyValue: real}
+		}
+		var changes []string
+		m := heldManager(t, kv, old, Options{OnChange: func(id, b string) { changes = append(changes, id+" "+b) }})
+		held := m.entries[k].sealed
 		newer, err := m.o.Key.SealRecord(Record{Identity: alice, Backend: "docs", Refresh: "rt-newer", ClientID: "c"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rev, err := kv.Put(ctx, k, newer)
+		rev, err := real.Put(ctx, k, newer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if signedOut {
-			if err := kv.Delete(ctx, k); err != nil {
+		if tc == "signed out" {
+			if err := real.Delete(ctx, k); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,16 +177,113 @@ func TestHeldRetryConflictTakesBucketRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := m.entries[k]
-		switch {
-		case e.unsaved || len(m.held) != 0:
-			t.Fatalf("signed out %v: still held", signedOut)
-		case signedOut && (e.sealed != nil || m.SignedIn(alice, "docs")):
-			t.Fatal("signed out: the held record kept")
-		case !signedOut && (!bytes.Equal(e.sealed, newer) || e.rev != rev):
-			t.Fatalf("the bucket's record not taken: rev %d of %d", e.rev, rev)
+		switch tc {
+		case "signed out":
+			if e != nil || len(m.held) != 0 || m.SignedIn(alice, "docs") || len(changes) != 1 {
+				t.Fatalf("signed out: entry kept %v, held %d, changes %v", e != nil, len(m.held), changes)
+			}
+		case "unreadable":
+			if e == nil || !e.unsaved || len(m.held) != 1 || !bytes.Equal(e.sealed, held) || e.rev != old {
+				t.Fatalf("unreadable: the held state ended (%+v)", e)
+			}
+		default:
+			if e.unsaved || len(m.held) != 0 || !bytes.Equal(e.sealed, newer) || e.rev != rev || len(changes) != 0 {
+				t.Fatalf("the bucket's record not taken: rev %d of %d, unsaved %v", e.rev, rev, e.unsaved)
+			}
 		}
-		if cur, err := kv.Get(ctx, k); !signedOut && (err != nil || !bytes.Equal(cur.Value(), newer)) {
+		if cur, err := real.Get(ctx, k); tc != "signed out" && (err != nil || !bytes.Equal(cur.Value(), newer)) {
 			t.Fatalf("the bucket's record overwritten: %v", err)
 		}
 	}
+}
+
+// unreadableKV is a bucket whose reads fail (the bucket unavailable).
+type unreadableKV struct{ jetstream.KeyValue }
+
+func (unreadableKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, errors.New("nats: timeout")
+}
+
+// Once Run's writer has stopped (its last round begun), a rotated token
+// whose write fails is logged as lost (by the key hash), not as held and
+// written in the background.
+func TestStoreFailedAfterWriterStoppedLogsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &lockedBuffer{}
+		m := heldManager(t, &stallingKV{}, 3, Options{Log: zerolog.New(logs)})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		m.writeHeldLoop(ctx) // the last round writes the held token
+		k := KeyOf(alice, "docs")
+		if m.entries[k].unsaved {
+			t.Fatal("not written at stop")
+		}
+		before := len(logs.String())
+		r := Record{Identity: alice, Backend: "docs", Refresh: "rotated-later", ClientID: "c", TokenEndpoint: "https://as/token"}
+		m.storeFailed(k, r, 4, tokenexchange.Token{}, time.Now(), errors.New("nats: timeout"))
+		got := logs.String()[before:]
+		if !strings.Contains(got, `"lost":true`) || strings.Contains(got, "written again in the background") ||
+			!strings.Contains(got, k) || strings.Contains(got, "rotated-later") || !strings.Contains(got, `"level":"warn"`) {
+			t.Fatalf("log after the writer stopped:\n%s", got)
+		}
+	})
+}
+
+// tokenEndpoint answers every request with new tokens, counting them.
+type tokenEndpoint struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (te *tokenEndpoint) RoundTrip(r *http.Request) (*http.Response, error) {
+	te.mu.Lock()
+	te.n++
+	n := te.n
+	te.mu.Unlock()
+	body := fmt.Sprintf(`{"access_token":"at-%d","token_type":"Bearer","expires_in":60,"refresh_token":"rt-%d"}`, n, n)
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+}
+
+func (te *tokenEndpoint) count() int {
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	return te.n
+}
+
+// An Authorization whose access token expired while Run's writer writes
+// the key's held token joins that write's flight (no refresh of its own
+// meanwhile), then refreshes, once, with the held token: no error.
+func TestAuthorizationJoinsHeldWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		kv := &stallingKV{stalled: true}
+		te := &tokenEndpoint{}
+		m := heldManager(t, kv, 3, Options{HTTPClient: &http.Client{Transport: te}})
+		ctx := context.Background()
+		wrote := make(chan struct{})
+		go func() { defer close(wrote); m.writeHeldRound(ctx, true) }()
+		synctest.Wait() // the writer's Update stalls, in the key's flight
+		kv.mu.Lock()
+		kv.stalled = false // the writes from now on succeed
+		kv.mu.Unlock()
+		type result struct {
+			v   string
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			v, err := m.Authorization(ctx, alice, "docs", nil)
+			got <- result{v, err}
+		}()
+		synctest.Wait()
+		if te.count() != 0 || kv.state() != 1 {
+			t.Fatalf("did not join the write: refreshes %d, writes %d", te.count(), kv.state())
+		}
+		time.Sleep(saveRetryTimeout) // the stalled write times out; the flight ends
+		<-wrote
+		r := <-got
+		if r.err != nil || r.v != "Bearer at-1" || te.count() != 1 || kv.state() != 2 {
+			t.Fatalf("after the joined write: %q, %v; refreshes %d, writes %d", r.v, r.err, te.count(), kv.state())
+		}
+	})
 }

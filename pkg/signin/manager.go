@@ -114,14 +114,19 @@ type Manager struct {
 	backends  map[string]discovered
 	clients   map[string]string // registered client ids by registration endpoint
 	refreshes int
-	ready     chan struct{} // closed once the watch delivered the bucket's content
-	changed   chan struct{} // closed (and replaced) at each sign-in held: Wait
+	// writerStopped: Run's writer of held tokens made its last round
+	// (heldwriter.go): a rotated token not written is lost.
+	writerStopped bool
+	ready         chan struct{} // closed once the watch delivered the bucket's content
+	changed       chan struct{} // closed (and replaced) at each sign-in held: Wait
 
 	// Test hooks of Run's writer of held tokens, set before Run: its
 	// ticks (nil: a ticker of Options.SaveRetry), and a call after each
 	// of its rounds.
 	saveTicks  <-chan time.Time
 	afterRound func()
+
+	readyOnce sync.Once // closes ready
 }
 
 // Open returns the sign-ins of options o; Run attaches the bucket.
@@ -240,89 +245,6 @@ func (m *Manager) bucket() (jetstream.KeyValue, error) {
 
 // Ready is closed once the watch delivered the bucket's content.
 func (m *Manager) Ready() <-chan struct{} { return m.ready }
-
-// Run attaches the bucket (waiting for it) and follows it until ctx
-// ends: every edge's sign-ins and sign-outs reach this edge's memory (a
-// sign-out drops the access token) and OnChange. Meanwhile it writes the
-// held rotated refresh tokens again (heldwriter.go), a last time when ctx
-// ends (bounded by finalSaveTimeout), and returns after that.
-func (m *Manager) Run(ctx context.Context) error {
-	kv, err := m.attach(ctx)
-	if err != nil {
-		return nil // ctx ended
-	}
-	m.kv.Store(&kv)
-	wctx, stop := context.WithCancel(ctx)
-	var writer sync.WaitGroup
-	writer.Go(func() { m.writeHeldLoop(wctx) })
-	defer writer.Wait()
-	defer stop()
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("sign-ins: watch %s: %w", m.o.Bucket, err)
-	}
-	defer func() { _ = w.Stop() }()
-	initial := true
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case u, ok := <-w.Updates():
-			if !ok {
-				return nil
-			}
-			if u == nil { // the end of the initial content
-				if initial {
-					initial = false
-					close(m.ready)
-				}
-				continue
-			}
-			m.apply(u, !initial)
-		}
-	}
-}
-
-// apply takes one update of the bucket.
-func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
-	key := u.Key()
-	m.mu.Lock()
-	e := m.entries[key]
-	if u.Operation() != jetstream.KeyValuePut {
-		m.dropEntry(key)
-		m.mu.Unlock()
-		if e != nil && notify {
-			m.o.OnChange(e.identity, e.backend)
-		}
-		return
-	}
-	if e != nil && e.rev >= u.Revision() {
-		m.mu.Unlock()
-		return // our own write, already held
-	}
-	m.mu.Unlock()
-	r, err := m.o.Key.OpenRecord(key, u.Value())
-	if err != nil {
-		return // sealed under another key, or altered: not a sign-in of ours
-	}
-	m.mu.Lock()
-	if e = m.entries[key]; e == nil {
-		if len(m.entries) >= m.o.MaxEntries {
-			m.mu.Unlock()
-			return
-		}
-		e = &entry{identity: r.Identity, backend: r.Backend}
-		m.entries[key] = e
-	}
-	fresh := e.sealed == nil
-	e.sealed, e.rev = u.Value(), u.Revision()
-	m.setUnsaved(key, e, false) // the bucket's newer record wins over an unsaved one
-	m.signal()
-	m.mu.Unlock()
-	if fresh && notify {
-		m.o.OnChange(r.Identity, r.Backend)
-	}
-}
 
 // SignedIn reports whether identity holds a sign-in to backend (of any
 // edge).

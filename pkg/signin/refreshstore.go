@@ -31,7 +31,8 @@ const (
 // refresh tokens has spent the one in the bucket, so the next refresh
 // from it would sign the user out): the record is held in memory over
 // rev, unsaved, used by this edge's next refresh and written again by
-// Run's writer from SaveRetry on (heldwriter.go).
+// Run's writer from SaveRetry on (heldwriter.go); once that writer made
+// its last round, the token is logged as lost.
 func (m *Manager) storeFailed(key string, r Record, rev uint64, access tokenexchange.Token, start time.Time, err error) {
 	until := tokenexchange.UseUntil(access, start, time.Time{})
 	const op = "refresh: write the rotated refresh token"
@@ -63,6 +64,14 @@ func (m *Manager) storeFailed(key string, r Record, rev uint64, access tokenexch
 		m.count(ReasonStoreError)
 		m.o.Log.Warn().Err(err).Str("signin", key).Str("op", op).Bool("held", false).
 			Msg("sign-in bucket write failed; the rotated refresh token is not held (the sign-in left this edge's memory, or a newer record of the bucket came meanwhile); the access token is used")
+	case m.writerStopped:
+		// Run's writer made its last writes: this edge's refreshes still
+		// use the token, but it is lost at the edge's exit.
+		m.count(ReasonStoreError)
+		e.sealed, e.rev = sealed, rev
+		m.setUnsaved(key, e, true)
+		m.o.Log.Warn().Err(err).Str("signin", key).Str("op", op).Bool("held", false).Bool("lost", true).
+			Msg("sign-in bucket write failed after the writer of held tokens stopped: the rotated refresh token is lost (the bucket keeps its spent predecessor); the access token is used")
 	default:
 		m.count(ReasonStoreError)
 		e.sealed, e.rev, e.saveAt = sealed, rev, m.o.Now().Add(m.o.SaveRetry)
