@@ -70,6 +70,10 @@ func (m *Manager) follow(ctx context.Context, kv jetstream.KeyValue, caughtUp bo
 		return false, fmt.Errorf("sign-ins: watch %s: %w", m.o.Bucket, err)
 	}
 	defer func() { _ = w.Stop() }()
+	var seen map[string]bool // of a watch made again: the keys of its initial content
+	if caughtUp {
+		seen = map[string]bool{}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -82,13 +86,58 @@ func (m *Manager) follow(ctx context.Context, kv jetstream.KeyValue, caughtUp bo
 				if !delivered {
 					delivered = true
 					m.readyOnce.Do(func() { close(m.ready) })
+					if seen != nil {
+						m.dropVanished(ctx, kv, seen)
+					}
 				}
 				continue
+			}
+			if !delivered && seen != nil {
+				seen[u.Key()] = true
 			}
 			m.apply(u, caughtUp || delivered)
 		}
 	}
 }
+
+// dropVanished ends the sign-ins this edge holds whose records left the
+// bucket while it was not watched with nothing in their place (the
+// initial content of the new watch, seen, has no update of their key): a
+// delete marker evicted with them, or an expiry. Each is looked up first
+// (a record written since the watch began is kept); one whose token is
+// held unsaved is left to the writer, whose conditional write then finds
+// the record gone.
+func (m *Manager) dropVanished(ctx context.Context, kv jetstream.KeyValue, seen map[string]bool) {
+	m.mu.Lock()
+	var keys []string
+	for key, e := range m.entries {
+		if !seen[key] && e.sealed != nil && !e.unsaved {
+			keys = append(keys, key)
+		}
+	}
+	m.mu.Unlock()
+	for _, key := range keys {
+		gctx, cancel := context.WithTimeout(ctx, vanishedLookup)
+		_, err := kv.Get(gctx, key)
+		cancel()
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // there, or not known: the watch goes on with it
+		}
+		m.mu.Lock()
+		e := m.entries[key]
+		if e == nil || e.unsaved || seen[key] {
+			m.mu.Unlock()
+			continue
+		}
+		m.dropEntry(key)
+		m.mu.Unlock()
+		m.o.OnChange(e.identity, e.backend)
+	}
+}
+
+// vanishedLookup bounds the read of one sign-in's record after a watch
+// was made again.
+const vanishedLookup = 2 * time.Second
 
 // apply takes one update of the bucket.
 func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
@@ -96,6 +145,10 @@ func (m *Manager) apply(u jetstream.KeyValueEntry, notify bool) {
 	m.mu.Lock()
 	e := m.entries[key]
 	if u.Operation() != jetstream.KeyValuePut {
+		if e != nil && e.rev > u.Revision() { // a sign-in made after it (a watch made again replays it)
+			m.mu.Unlock()
+			return
+		}
 		m.dropEntry(key)
 		m.mu.Unlock()
 		if e != nil && notify {

@@ -39,6 +39,12 @@ func (w *watchedKV) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.
 	return watcher{w.open}, nil
 }
 
+// Get finds every record the manager holds (the writer's writes landed):
+// a watch made again keeps them.
+func (w *watchedKV) Get(_ context.Context, key string) (jetstream.KeyValueEntry, error) {
+	return kvUpdate{key: key, rev: 4, op: jetstream.KeyValuePut}, nil
+}
+
 // end ends the open watch (as a consumer deleted under it).
 func (w *watchedKV) end() {
 	w.mu.Lock()
