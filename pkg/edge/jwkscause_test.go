@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +12,8 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/auth"
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 )
-
-// lockedBuffer is a log sink safe for the edge's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // When the issuer's keys cannot be fetched (here a JWKS served as
 // text/plain that is not JSON), the edge answers 503, counts the refusal
@@ -45,7 +27,7 @@ func TestJWKSFailureCause(t *testing.T) {
 		_, _ = w.Write([]byte("not a key set"))
 	}))
 	t.Cleanup(jwks.Close)
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log := zerolog.New(&logs)
 	e := startEdge(t, f, &Options{Logger: &log, CallTimeout: 10 * time.Second,
 		Auth: &AuthOptions{Issuer: iss.URL(), JWKSURL: jwks.URL + "/jwks", HTTPClient: iss.Client()}})

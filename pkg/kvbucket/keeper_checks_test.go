@@ -10,10 +10,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 )
 
 // newTestKeeper is a keeper of want in fs logging to logs.
-func newTestKeeper(t *testing.T, fs *fakeStreams, logs *syncBuffer, o KeeperOptions, want ...jetstream.StreamConfig) *Keeper {
+func newTestKeeper(t *testing.T, fs *fakeStreams, logs *logtest.Buffer, o KeeperOptions, want ...jetstream.StreamConfig) *Keeper {
 	t.Helper()
 	zl := zerolog.New(logs)
 	o.Logger = &zl
@@ -32,7 +34,7 @@ func TestKeeperLeavesOperatorChanges(t *testing.T) {
 	resized := a
 	resized.MaxBytes, resized.Replicas = 8<<20, 3
 	fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": resized}}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	k := newTestKeeper(t, fs, &logs, KeeperOptions{}, a)
 	for range 3 {
 		if r := k.Keep(t.Context()); len(r) != 0 {
@@ -42,14 +44,14 @@ func TestKeeperLeavesOperatorChanges(t *testing.T) {
 	if _, updates := fs.counts(); updates != 0 {
 		t.Fatalf("%d writes to a resized bucket", updates)
 	}
-	if n := logs.count("info", `"bucket":"a"`, "max_bytes 8388608 (provisioned 1048576)", "num_replicas 3 (provisioned 1)"); n != 1 {
+	if n := logs.Count(logtest.Level("info"), `"bucket":"a"`, "max_bytes 8388608 (provisioned 1048576)", "num_replicas 3 (provisioned 1)"); n != 1 {
 		t.Fatalf("%d info lines on the resize, want 1:\n%s", n, logs.String())
 	}
 	resized.MaxBytes = 16 << 20
 	fs.set(resized)
 	k.Keep(t.Context())
 	k.Keep(t.Context())
-	if n := logs.count("info", "max_bytes 16777216"); n != 1 {
+	if n := logs.Count(logtest.Level("info"), "max_bytes 16777216"); n != 1 {
 		t.Fatalf("%d info lines on the second resize, want 1:\n%s", n, logs.String())
 	}
 	loose := resized
@@ -65,7 +67,7 @@ func TestKeeperLeavesOperatorChanges(t *testing.T) {
 	if n := testutil.ToFloat64(k.reapplied.WithLabelValues("a")); n != 1 {
 		t.Fatalf("reapplied{a} = %v", n)
 	}
-	if n := logs.count("info", "max_bytes 16777216"); n != 1 {
+	if n := logs.Count(logtest.Level("info"), "max_bytes 16777216"); n != 1 {
 		t.Fatalf("the unchanged resize logged again:\n%s", logs.String())
 	}
 }
@@ -76,12 +78,12 @@ func TestKeeperLeavesOperatorChanges(t *testing.T) {
 func TestKeeperFailureStreak(t *testing.T) {
 	a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20})
 	fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": a}}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	k := newTestKeeper(t, fs, &logs, KeeperOptions{}, a)
 	fs.setFail(errors.New("nats: timeout"), nil)
 	for i := range 5 {
 		k.Keep(t.Context())
-		if n := logs.count("warn", `"bucket":"a"`, "nats: timeout"); (i < 2 && n != 0) || (i >= 2 && n != 1) {
+		if n := logs.Count(logtest.Level("warn"), `"bucket":"a"`, "nats: timeout"); (i < 2 && n != 0) || (i >= 2 && n != 1) {
 			t.Fatalf("after %d failed looks: %d warnings\n%s", i+1, n, logs.String())
 		}
 	}
@@ -90,13 +92,13 @@ func TestKeeperFailureStreak(t *testing.T) {
 	}
 	fs.setFail(nil, nil)
 	k.Keep(t.Context())
-	if n := logs.count("info", `"bucket":"a"`, "succeed again", `"failures":5`); n != 1 {
+	if n := logs.Count(logtest.Level("info"), `"bucket":"a"`, "succeed again", `"failures":5`); n != 1 {
 		t.Fatalf("streak end not logged:\n%s", logs.String())
 	}
 	fs.setFail(errors.New("nats: timeout"), nil)
 	k.Keep(t.Context())
 	k.Keep(t.Context())
-	if n := logs.count("warn", "nats: timeout"); n != 1 {
+	if n := logs.Count(logtest.Level("warn"), "nats: timeout"); n != 1 {
 		t.Fatalf("a new streak of two warned: %d warnings", n)
 	}
 
@@ -107,11 +109,11 @@ func TestKeeperFailureStreak(t *testing.T) {
 	if r := k.Keep(t.Context()); len(r) != 0 {
 		t.Fatalf("a failed write reported as a repair: %+v", r)
 	}
-	if n := logs.count("warn", "insufficient resources", "restoring them failed", `"drift":["discard"]`); n != 1 {
+	if n := logs.Count(logtest.Level("warn"), "insufficient resources", "restoring them failed", `"drift":["discard"]`); n != 1 {
 		t.Fatalf("failed repair: %d warnings\n%s", n, logs.String())
 	}
 	k.Keep(t.Context())
-	if n := logs.count("warn", "insufficient resources"); n != 1 {
+	if n := logs.Count(logtest.Level("warn"), "insufficient resources"); n != 1 {
 		t.Fatalf("the second failed repair warned again")
 	}
 	if n := testutil.ToFloat64(k.reapplied.WithLabelValues("a")); n != 0 {
@@ -130,7 +132,7 @@ func TestKeeperLeadLostDuringLook(t *testing.T) {
 	loose := a
 	loose.AllowDirect = false
 	fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": loose, "KV_b": b}}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	k := newTestKeeper(t, fs, &logs, KeeperOptions{Leading: func() bool { looks, _ := fs.counts(); return looks == 0 }}, a, b)
 	if r := k.Keep(t.Context()); len(r) != 0 {
 		t.Fatalf("repaired without the lead: %+v", r)
@@ -156,7 +158,7 @@ func TestKeeperBucketTimeout(t *testing.T) {
 				a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20})
 				b := Hardened("b", jetstream.StreamConfig{MaxBytes: 1 << 20})
 				fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{}, block: true}
-				var logs syncBuffer
+				var logs logtest.Buffer
 				k := newTestKeeper(t, fs, &logs, c.o, a, b)
 				start := time.Now()
 				k.Keep(t.Context())
@@ -168,7 +170,7 @@ func TestKeeperBucketTimeout(t *testing.T) {
 						t.Fatalf("check_failures{%s} = %v", b, n)
 					}
 				}
-				if n := logs.count("debug", "context deadline exceeded"); n != 2 {
+				if n := logs.Count(logtest.Level("debug"), "context deadline exceeded"); n != 2 {
 					t.Fatalf("%d debug lines\n%s", n, logs.String())
 				}
 			})
@@ -182,7 +184,7 @@ func TestKeeperShutdownMidLook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := Hardened("a", jetstream.StreamConfig{MaxBytes: 1 << 20})
 		fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{}, block: true}
-		var logs syncBuffer
+		var logs logtest.Buffer
 		k := newTestKeeper(t, fs, &logs, KeeperOptions{}, a)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -209,7 +211,7 @@ func TestKeeperLeavesSealedBucket(t *testing.T) {
 	sealed := a
 	sealed.Sealed, sealed.MaxAge, sealed.Discard = true, 0, jetstream.DiscardNew // as the server keeps one
 	fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": sealed}}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	k := newTestKeeper(t, fs, &logs, KeeperOptions{}, a)
 	for range 3 {
 		if r := k.Keep(t.Context()); len(r) != 0 {
@@ -219,7 +221,7 @@ func TestKeeperLeavesSealedBucket(t *testing.T) {
 	if _, updates := fs.counts(); updates != 0 {
 		t.Fatalf("%d writes to a sealed bucket", updates)
 	}
-	if n := logs.count("error", `"bucket":"a"`, "sealed"); n != 1 {
+	if n := logs.Count(logtest.Level("error"), `"bucket":"a"`, "sealed"); n != 1 {
 		t.Fatalf("%d error lines on the sealed bucket, want 1:\n%s", n, logs.String())
 	}
 }

@@ -1,7 +1,6 @@
 package kvbucket
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 )
 
 // fakeStreams is a JetStream's stream configs, in memory: what a Keeper
@@ -94,43 +95,6 @@ func (f *fakeStreams) counts() (looks, updates int) {
 	return f.looks, f.updates
 }
 
-// syncBuffer is a log destination safe for the keeper's goroutine and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// count is the number of log lines at level holding every one of parts.
-func (s *syncBuffer) count(level string, parts ...string) int {
-	n := 0
-	for _, l := range strings.Split(s.String(), "\n") {
-		if !strings.Contains(l, `"level":"`+level+`"`) {
-			continue
-		}
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(l, p)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
-
 // The keeper looks once a minute (the default), only while leading; a
 // loosened bucket is hardened again at the next look, logged at warn and
 // counted by bucket; a current one is left alone; a failed look writes
@@ -142,7 +106,7 @@ func TestKeeperLoop(t *testing.T) {
 		fs := &fakeStreams{cfgs: map[string]jetstream.StreamConfig{"KV_a": a, "KV_b": b}}
 		var leading sync.Mutex
 		lead := false
-		var logs syncBuffer
+		var logs logtest.Buffer
 		zl := zerolog.New(&logs)
 		reg := prometheus.NewRegistry()
 		k, err := NewKeeper(fs, []jetstream.StreamConfig{a, b}, &KeeperOptions{Registerer: reg, Logger: &zl,

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 	"github.com/fleetgate/fleetgate/pkg/natsnode/natstest"
 )
 
@@ -176,7 +177,7 @@ func TestKeeperLeavesRaisedMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wc := &writeCounter{StreamManager: js}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	zl := zerolog.New(&logs)
 	k, err := NewKeeper(wc, []jetstream.StreamConfig{want}, &KeeperOptions{Logger: &zl})
 	if err != nil {
@@ -193,7 +194,7 @@ func TestKeeperLeavesRaisedMaxBytes(t *testing.T) {
 	if n := testutil.ToFloat64(k.reapplied.WithLabelValues("s")); n != 0 {
 		t.Fatalf("reapplied{s} = %v", n)
 	}
-	if n := logs.count("info", `"bucket":"s"`, "max_bytes 4194304 (provisioned 1048576)"); n != 1 {
+	if n := logs.Count(logtest.Level("info"), `"bucket":"s"`, "max_bytes 4194304 (provisioned 1048576)"); n != 1 {
 		t.Fatalf("%d info lines on the raise:\n%s", n, logs.String())
 	}
 	st, err = js.Stream(ctx, "KV_s")

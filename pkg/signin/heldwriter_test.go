@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 	"github.com/fleetgate/fleetgate/pkg/tokenexchange"
 )
 
@@ -78,7 +79,7 @@ func TestHeldWriterCadenceAndStopBound(t *testing.T) {
 		kv := &stallingKV{stalled: true}
 		failures := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "failures"}, []string{"reason"})
 		unsaved := prometheus.NewGauge(prometheus.GaugeOpts{Name: "unsaved"})
-		logs := &lockedBuffer{}
+		logs := &logtest.Buffer{}
 		m := heldManager(t, kv, 3, Options{StoreFailures: failures, Unsaved: unsaved, Log: zerolog.New(logs)})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -209,7 +210,7 @@ func (unreadableKV) Get(context.Context, string) (jetstream.KeyValueEntry, error
 // written in the background.
 func TestStoreFailedAfterWriterStoppedLogsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logs := &lockedBuffer{}
+		logs := &logtest.Buffer{}
 		m := heldManager(t, &stallingKV{}, 3, Options{Log: zerolog.New(logs)})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

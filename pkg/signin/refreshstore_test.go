@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetgate/fleetgate/pkg/auth/issuertest"
 	"github.com/fleetgate/fleetgate/pkg/credential"
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 )
 
 // flakyKV is a sign-in bucket whose Update fails with fail while set, or,
@@ -67,7 +68,7 @@ type refreshRig struct {
 	kv       *flakyKV
 	failures *prometheus.CounterVec
 	unsaved  prometheus.Gauge
-	logs     *lockedBuffer
+	logs     *logtest.Buffer
 	advance  func(time.Duration)
 	cfg      *credential.Auth
 }
@@ -81,7 +82,7 @@ func newRefreshRig(t *testing.T) *refreshRig {
 	}
 	clock.t = time.Now()
 	now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
-	rig := &refreshRig{iss: issuertest.New(t, &issuertest.Options{Now: now}), logs: &lockedBuffer{},
+	rig := &refreshRig{iss: issuertest.New(t, &issuertest.Options{Now: now}), logs: &logtest.Buffer{},
 		cfg: &credential.Auth{Type: credential.AuthUserOAuth},
 		advance: func(d time.Duration) {
 			clock.Lock()
@@ -362,22 +363,4 @@ func TestRefreshStoreConflict(t *testing.T) {
 	if strings.Contains(rig.logs.String(), `"level":"warn"`) {
 		t.Fatalf("a conflict logged at warn:\n%s", rig.logs.String())
 	}
-}
-
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/fleetgate/fleetgate/pkg/logtest"
 )
 
 // watchedKV is a bucket whose watches fail (the calls in fail, counted
@@ -78,7 +80,7 @@ func (b bucketJS) KeyValue(context.Context, string) (jetstream.KeyValue, error) 
 func TestRunWatchesAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		kv := &watchedKV{stallingKV: &stallingKV{}, fail: map[int]bool{1: true, 2: true, 3: true, 4: true}, start: time.Now()}
-		logs := &lockedBuffer{}
+		logs := &logtest.Buffer{}
 		m := heldManager(t, kv, 3, Options{JetStream: bucketJS{kv: kv}, Log: zerolog.New(logs)})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
